@@ -1,0 +1,45 @@
+# cronsvc: one command to run the platform, one to run the tests.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8000
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cronsvc
+TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
+
+.PHONY: run test install install-dev services bench clean
+
+# Install only when the requirement files change (a stamp per file set).
+$(BIN)/.base-installed: requirements/base.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements/base.txt
+	touch $@
+
+$(BIN)/.dev-installed: $(BIN)/.base-installed requirements/dev.txt
+	$(BIN)/python -m pip install --quiet -r requirements/dev.txt
+	touch $@
+
+install: $(BIN)/.base-installed
+install-dev: $(BIN)/.dev-installed
+
+## make run: the whole platform on embedded defaults (SQLite + filesystem broker).
+run: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	$(BIN)/python manage.py bootstrap_demo --url http://127.0.0.1:$(PORT)/
+	PORT=$(PORT) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile.embedded
+
+## make test: the whole suite on real PostgreSQL and Redis (started if not running).
+test: install-dev services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=test-only-not-secret \
+		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+
+services:
+	scripts/ensure-services.sh
+
+bench: install-dev services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=bench-only \
+		$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache

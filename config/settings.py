@@ -1,0 +1,269 @@
+"""cronsvc settings: every value comes from the environment (see the README's table).
+
+Two modes:
+- embedded (no DATABASE_URL): SQLite in WAL mode and a filesystem Celery broker under
+  ``VAR_DIR``, so ``make run`` needs no database or broker server;
+- server (DATABASE_URL, normally with REDIS_URL): PostgreSQL and Redis. SECRET_KEY is
+  then required.
+"""
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from .env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
+
+DATABASE_URL = env_str("DATABASE_URL")
+EMBEDDED = not DATABASE_URL
+DEBUG = env_bool("DEBUG", False)
+
+
+def _embedded_secret_key():
+    """A random key kept under VAR_DIR so sessions survive restarts of `make run`."""
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not EMBEDDED:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set SECRET_KEY (or SECRET_KEY_FILE) to a long random "
+            "string; only the embedded SQLite mode (no DATABASE_URL) makes one up."
+        )
+    SECRET_KEY = _embedded_secret_key()
+
+def _encryption_keys():
+    """Fernet keys, newest first. Embedded mode makes one and keeps it under VAR_DIR;
+    server mode without ENCRYPTION_KEYS derives one from SECRET_KEY."""
+    from cronsvc.crypto import derive_key, new_key
+
+    keys = env_list("ENCRYPTION_KEYS", [])
+    if keys:
+        return keys
+    if EMBEDDED:
+        path = VAR_DIR / "encryption_key"
+        if not path.exists():
+            path.write_text(new_key())
+            path.chmod(0o600)
+        return [path.read_text().strip()]
+    return [derive_key(SECRET_KEY)]
+
+
+ENCRYPTION_KEYS = _encryption_keys()
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "guardian",
+    "django_celery_beat",
+    "apps.accounts",
+    "apps.billing",
+    "apps.projects",
+    "apps.jobs",
+    "apps.executions",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# Long-running processes (scheduler, workers) keep their connection; they also call
+# close_old_connections() each loop so a broken one is replaced.
+CONN_MAX_AGE = env_int("CONN_MAX_AGE", 60)
+
+
+def _database():
+    if EMBEDDED:
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "cronsvc.sqlite3",
+            "OPTIONS": {
+                # WAL lets the web process read while the scheduler writes; IMMEDIATE
+                # transactions take the write lock up front instead of failing late.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+            },
+        }
+    config = dj_database_url.parse(DATABASE_URL, conn_max_age=CONN_MAX_AGE, conn_health_checks=True)
+    return config
+
+
+DATABASES = {"default": _database()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "accounts.User"
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+# --- Security headers (production defaults; SECURE_SSL_REDIRECT when behind TLS) ---
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SECURE_SSL_REDIRECT)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+if env_bool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Celery ---
+REDIS_URL = env_str("REDIS_URL")
+
+
+def _filesystem_broker_options():
+    folder = VAR_DIR / "broker"
+    for sub in ("queue", "processed"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    return {
+        "data_folder_in": str(folder / "queue"),
+        "data_folder_out": str(folder / "queue"),
+        "processed_folder": str(folder / "processed"),
+        "store_processed": False,
+    }
+
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = _filesystem_broker_options()
+else:
+    # Longer than the longest run (max timeout + retries are scheduled via the DB), so
+    # an unacknowledged message is redelivered only when its worker really died.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
+    }
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 4)
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing must fail fast when the broker is down: the sweeper re-publishes later.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- Scheduler and runs ---
+SCHEDULER_BATCH_SIZE = env_int("SCHEDULER_BATCH_SIZE", 500)
+SCHEDULER_MAX_SLEEP = env_float("SCHEDULER_MAX_SLEEP", 1.0)
+SWEEPER_REPUBLISH_AFTER = env_int("SWEEPER_REPUBLISH_AFTER", 60)
+SWEEPER_INTERVAL = env_float("SWEEPER_INTERVAL", 5.0)
+MISFIRE_ON_TIME_SECONDS = env_int("MISFIRE_ON_TIME_SECONDS", 60)
+REGIONS = env_list("REGIONS", [])
+OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
+OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", [])
+OUTBOUND_ALLOWED_PORTS = env_str("OUTBOUND_ALLOWED_PORTS", "80,443,1024-65535")
+RESPONSE_BODY_MAX_BYTES = env_int("RESPONSE_BODY_MAX_BYTES", 16 * 1024)
+
+# --- Delivery (workers) ---
+DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 200)
+DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)
+DELIVERY_LEASE_MARGIN = env_int("DELIVERY_LEASE_MARGIN", 60)
+DELIVERY_DEFER_SECONDS = env_float("DELIVERY_DEFER_SECONDS", 2.0)
+BREAKER_FAILURE_THRESHOLD = env_int("BREAKER_FAILURE_THRESHOLD", 5)
+BREAKER_COOLDOWN_SECONDS = env_float("BREAKER_COOLDOWN_SECONDS", 60.0)
+
+# --- REST API ---
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "cronsvc API",
+    "DESCRIPTION": "Schedule HTTP jobs, read their history.",
+    "VERSION": "1",
+}
+
+# --- Sentry (only with SENTRY_DSN) ---
+SENTRY_DSN = env_str("SENTRY_DSN")
+if SENTRY_DSN:
+    import sentry_sdk
+
+    sentry_sdk.init(
+        dsn=SENTRY_DSN,
+        send_default_pii=False,
+        traces_sample_rate=env_float("SENTRY_TRACES_SAMPLE_RATE", 0.0),
+        environment=env_str("SENTRY_ENVIRONMENT", "production"),
+    )
+
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}
