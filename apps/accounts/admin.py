@@ -1,0 +1,119 @@
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
+from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+
+from apps.billing.models import Plan
+
+from . import services
+from .models import ApiKey, AuditEvent, Membership, Organization, User
+
+
+@admin.register(User)
+class UserAdmin(BaseUserAdmin):
+    ordering = ["email"]
+    list_display = ["email", "first_name", "last_name", "is_staff", "is_active", "date_joined"]
+    list_filter = ["is_staff", "is_superuser", "is_active"]
+    search_fields = ["email", "first_name", "last_name"]
+    fieldsets = [
+        (None, {"fields": ["email", "password"]}),
+        ("Personal info", {"fields": ["first_name", "last_name"]}),
+        ("Permissions", {"fields": ["is_active", "is_staff", "is_superuser", "groups", "user_permissions"]}),
+        ("Dates", {"fields": ["last_login", "date_joined"]}),
+    ]
+    add_fieldsets = [(None, {"classes": ["wide"], "fields": ["email", "password1", "password2"]})]
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    raw_id_fields = ["user"]
+
+
+class PlanActionForm(ActionForm):
+    plan = forms.ModelChoiceField(queryset=Plan.objects.all(), required=False, label="Plan")
+
+
+@admin.register(Organization)
+class OrganizationAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "plan", "suspended", "created_at"]
+    list_filter = ["suspended", "plan"]
+    search_fields = ["name", "slug", "memberships__user__email"]
+    list_select_related = ["plan"]
+    readonly_fields = ["id", "created_at", "suspended_at"]
+    inlines = [MembershipInline]
+    action_form = PlanActionForm
+    actions = ["suspend", "unsuspend", "change_plan"]
+
+    @admin.action(description="Suspend: stop their jobs and API keys")
+    def suspend(self, request, queryset):
+        for organization in queryset.filter(suspended=False):
+            services.suspend_organization(organization, reason="Suspended by an operator", actor_user=request.user)
+        self.message_user(request, "Suspended the selected organizations.")
+
+    @admin.action(description="Unsuspend")
+    def unsuspend(self, request, queryset):
+        for organization in queryset.filter(suspended=True):
+            services.unsuspend_organization(organization, actor_user=request.user)
+        self.message_user(request, "Unsuspended the selected organizations.")
+
+    @admin.action(description="Change plan to the plan chosen above")
+    def change_plan(self, request, queryset):
+        plan = Plan.objects.filter(pk=request.POST.get("plan") or None).first()
+        if plan is None:
+            self.message_user(request, "Choose a plan in the field beside the action.", messages.ERROR)
+            return
+        for organization in queryset.select_related("plan"):
+            services.change_plan(organization, plan, actor_user=request.user)
+        self.message_user(request, f"Moved the selected organizations to {plan}.")
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "organization", "role", "created_at"]
+    list_filter = ["role"]
+    search_fields = ["user__email", "organization__name"]
+    list_select_related = ["user", "organization"]
+    raw_id_fields = ["user", "organization"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ["name", "prefix", "organization", "scopes", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    list_filter = ["revoked_at"]
+    search_fields = ["name", "lookup", "organization__name"]
+    list_select_related = ["organization"]
+    raw_id_fields = ["organization", "created_by"]
+    readonly_fields = ["id", "lookup", "salt", "secret_hash", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request):
+        # A key is only useful when its full value is shown once; that happens in the
+        # API and pages, not here.
+        return False
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke(self, request, queryset):
+        for api_key in queryset.select_related("organization").filter(revoked_at__isnull=True):
+            services.revoke_api_key(api_key, actor_user=request.user)
+        self.message_user(request, "Revoked the selected keys.")
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "organization", "action", "target_type", "target_id", "actor_user", "actor_api_key", "ip"]
+    list_filter = ["action"]
+    search_fields = ["action", "target_id", "organization__name"]
+    list_select_related = ["organization", "actor_user", "actor_api_key"]
+    raw_id_fields = ["organization", "actor_user", "actor_api_key"]
+    show_full_result_count = False
+    date_hierarchy = None
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

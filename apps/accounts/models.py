@@ -1,0 +1,188 @@
+from django.contrib.auth.base_user import BaseUserManager
+from django.contrib.auth.models import AbstractUser
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+from django.utils import timezone
+
+from cronsvc.ids import uuid7
+
+from .tenancy import tenant_manager
+
+
+class UserManager(BaseUserManager):
+    use_in_migrations = True
+
+    def _create_user(self, email, password, **extra):
+        if not email:
+            raise ValueError("An e-mail address is required.")
+        user = self.model(email=self.normalize_email(email).lower(), **extra)
+        user.set_password(password)
+        user.save(using=self._db)
+        return user
+
+    def create_user(self, email, password=None, **extra):
+        extra.setdefault("is_staff", False)
+        extra.setdefault("is_superuser", False)
+        return self._create_user(email, password, **extra)
+
+    def create_superuser(self, email, password=None, **extra):
+        extra.update(is_staff=True, is_superuser=True)
+        return self._create_user(email, password, **extra)
+
+
+class User(AbstractUser):
+    """A person; logs in with an e-mail address."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    username = None
+    email = models.EmailField("e-mail address", unique=True)
+
+    USERNAME_FIELD = "email"
+    REQUIRED_FIELDS = []
+    objects = UserManager()
+
+    def __str__(self):
+        return self.email
+
+
+class Organization(models.Model):
+    """A tenant: everything a customer owns hangs off one of these."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=80, unique=True)
+    plan = models.ForeignKey("billing.Plan", on_delete=models.PROTECT, related_name="organizations")
+    suspended = models.BooleanField(default=False)
+    suspended_reason = models.CharField(max_length=200, blank=True)
+    suspended_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        ADMIN = "admin", "Admin"
+        DEVELOPER = "developer", "Developer"
+        VIEWER = "viewer", "Viewer"
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.DEVELOPER)
+    # True: the member sees only the projects granted to them (django-guardian
+    # "projects.access_project"); an explicit flag, so revoking the last grant never
+    # widens a member to every project.
+    limited_to_projects = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = tenant_manager("organization")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "organization"], name="membership_unique_user_org"),
+        ]
+
+    def __str__(self):
+        return f"{self.user} in {self.organization} ({self.role})"
+
+
+class ApiKey(models.Model):
+    """A hashed API key; the full key is shown once, at creation."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "Read"
+        WRITE = "write", "Write"
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=120)
+    lookup = models.CharField(max_length=16, unique=True, help_text="Visible part of the key.")
+    salt = models.CharField(max_length=32)
+    secret_hash = models.CharField(max_length=128)
+    scopes = models.JSONField(default=list)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    # True: the key reaches only ``projects``; explicit so that deleting the last of
+    # them never widens the key to every project.
+    limited_to_projects = models.BooleanField(default=False)
+    projects = models.ManyToManyField("projects.Project", blank=True, related_name="+")
+
+    objects = tenant_manager("organization")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def prefix(self):
+        from cronsvc.apikeys import KEY_PREFIX
+
+        return KEY_PREFIX + self.lookup
+
+    def is_usable(self, now=None):
+        now = now or timezone.now()
+        if self.revoked_at is not None:
+            return False
+        if self.expires_at is not None and self.expires_at <= now:
+            return False
+        return not self.organization.suspended
+
+
+class AuditEvent(models.Model):
+    """Who did what to which object, from where. Append-only."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_events")
+    actor_user = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor_api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=80)
+    target_type = models.CharField(max_length=80, blank=True)
+    target_id = models.CharField(max_length=64, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = tenant_manager("organization")
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["organization", "-created_at"], name="audit_org_created")]
+
+    def __str__(self):
+        return f"{self.action} {self.target_type}:{self.target_id}"
+
+
+class IdempotencyKey(models.Model):
+    """The first result of a POST sent with an Idempotency-Key, replayed to retries for 24 h."""
+
+    id = models.BigAutoField(primary_key=True)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    # "key:<api key id>" or "user:<user id>": two clients choosing the same key never collide.
+    principal = models.CharField(max_length=64)
+    scope = models.CharField(max_length=40, help_text="Which operation, e.g. jobs.create.")
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField(encoder=DjangoJSONEncoder)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "principal", "scope", "key"], name="idempotency_unique_key"
+            ),
+        ]
+        indexes = [models.Index(fields=["created_at"], name="idempotency_created")]
+
+    def __str__(self):
+        return f"{self.scope} {self.key}"

@@ -1,0 +1,117 @@
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.accounts.tenancy import tenant_manager
+from cronsvc.ids import uuid7
+
+
+class Execution(models.Model):
+    """One run of a job: a scheduled occurrence, a manual trigger, a retry or a replay."""
+
+    class Trigger(models.TextChoices):
+        SCHEDULE = "schedule", "Schedule"
+        MANUAL = "manual", "Manual"
+        RETRY = "retry", "Retry"
+        REPLAY = "replay", "Replay"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        TIMED_OUT = "timed_out", "Timed out"
+        SKIPPED = "skipped", "Skipped"
+        DEAD = "dead", "Dead"
+
+    FINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT, Status.SKIPPED, Status.DEAD)
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="executions")
+    # Denormalised so tenant-wide history needs no join through jobs.
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    scheduled_for = models.DateTimeField()
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.SCHEDULE)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    skip_reason = models.CharField(max_length=40, blank=True)
+    attempt = models.PositiveSmallIntegerField(default=0)
+    queue = models.CharField(max_length=80, blank=True)
+    replay_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replays")
+
+    created_at = models.DateTimeField(default=timezone.now)
+    published_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # Set when a worker claims the run: past it, the worker is presumed dead and the
+    # sweeper hands the run back to the queue.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_headers = models.JSONField(default=dict, blank=True)
+    response_body = models.TextField(blank=True)
+    remote_addr = models.CharField(max_length=64, blank=True)
+    error_kind = models.CharField(max_length=30, blank=True)
+    error_message = models.TextField(blank=True)
+
+    objects = tenant_manager("organization")
+
+    class Meta:
+        ordering = ["-scheduled_for"]
+        constraints = [
+            # The heart of "nothing doubled": the database itself refuses a second row
+            # for the same occurrence, whichever scheduler tries to insert it.
+            models.UniqueConstraint(
+                fields=["job", "scheduled_for", "trigger"], name="execution_unique_occurrence"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["job", "-scheduled_for"], name="exec_job_latest"),
+            models.Index(fields=["organization", "-scheduled_for"], name="exec_org_latest"),
+            # The sweeper's scan: only unfinished runs are in this index.
+            models.Index(
+                fields=["status", "published_at"],
+                name="exec_unfinished",
+                condition=Q(status__in=["queued", "running"]),
+            ),
+            models.Index(
+                fields=["job"],
+                name="exec_job_unfinished",
+                condition=Q(status__in=["queued", "running"]),
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.job_id} @ {self.scheduled_for:%Y-%m-%d %H:%M:%S} ({self.status})"
+
+
+class Attempt(models.Model):
+    """One HTTP request made for an execution; retries add rows here."""
+
+    id = models.BigAutoField(primary_key=True)
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveSmallIntegerField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    request_method = models.CharField(max_length=8)
+    request_url = models.TextField()
+    request_headers = models.JSONField(default=dict, blank=True)
+    request_body = models.TextField(blank=True)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_headers = models.JSONField(default=dict, blank=True)
+    response_body = models.TextField(blank=True)
+    remote_addr = models.CharField(max_length=64, blank=True)
+    outcome = models.CharField(max_length=12)
+    error_kind = models.CharField(max_length=30, blank=True)
+    error_message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["execution", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["execution", "number"], name="attempt_unique_number"),
+        ]
+
+    def __str__(self):
+        return f"attempt {self.number} of {self.execution_id}"

@@ -1,0 +1,112 @@
+from django.db import models
+from django.db.models import Q
+from django.utils.timezone import now
+
+from apps.accounts.encryption import EncryptedJSONField
+from apps.accounts.tenancy import tenant_manager
+from cronsvc.ids import uuid7
+
+
+class Job(models.Model):
+    """An HTTP request on a schedule, with its retry policy and its running state."""
+
+    class ScheduleType(models.TextChoices):
+        CRON = "cron", "Cron expression"
+        INTERVAL = "interval", "Every N seconds"
+        ONCE = "once", "Once"
+
+    class Method(models.TextChoices):
+        GET = "GET"
+        POST = "POST"
+        PUT = "PUT"
+        PATCH = "PATCH"
+        DELETE = "DELETE"
+        HEAD = "HEAD"
+
+    class BodyFormat(models.TextChoices):
+        RAW = "raw", "Raw text"
+        JSON = "json", "JSON"
+        FORM = "form", "Form-encoded"
+
+    class MisfirePolicy(models.TextChoices):
+        RUN_ONCE = "run_once", "Run once now, skip the rest"
+        RUN_ALL = "run_all", "Run every missed occurrence"
+        SKIP = "skip", "Skip missed occurrences"
+
+    class OverlapPolicy(models.TextChoices):
+        ALLOW = "allow", "Allow overlapping runs"
+        FORBID = "forbid", "Skip while the previous run is still running"
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="jobs")
+    # Denormalised from the project so tenant-wide queries and the scheduler need no join.
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="jobs")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    enabled = models.BooleanField(default=True)
+    paused_reason = models.CharField(max_length=200, blank=True)
+
+    # Schedule
+    schedule_type = models.CharField(max_length=10, choices=ScheduleType.choices, default=ScheduleType.CRON)
+    cron_expression = models.CharField(max_length=200, blank=True)
+    interval_seconds = models.PositiveIntegerField(null=True, blank=True)
+    run_at = models.DateTimeField(null=True, blank=True, help_text="For one-off jobs.")
+    timezone = models.CharField(max_length=64, default="UTC")
+    start_at = models.DateTimeField(null=True, blank=True)
+    end_at = models.DateTimeField(null=True, blank=True)
+    jitter_seconds = models.PositiveIntegerField(default=0)
+
+    # Request
+    url = models.URLField(max_length=2048)
+    method = models.CharField(max_length=8, choices=Method.choices, default=Method.GET)
+    headers = models.JSONField(default=dict, blank=True)
+    body = models.TextField(blank=True)
+    body_format = models.CharField(max_length=8, choices=BodyFormat.choices, default=BodyFormat.RAW)
+    auth = EncryptedJSONField(null=True, blank=True, help_text="Basic or bearer credentials (encrypted).")
+    timeout_seconds = models.PositiveIntegerField(default=30)
+    follow_redirects = models.BooleanField(default=False)
+    success_status_codes = models.CharField(max_length=200, default="200-299")
+    success_body_contains = models.CharField(max_length=500, blank=True)
+    success_body_regex = models.CharField(max_length=500, blank=True)
+
+    # Retry policy (bounded by the plan)
+    max_attempts = models.PositiveSmallIntegerField(default=3)
+    retry_initial_delay_seconds = models.PositiveIntegerField(default=10)
+    retry_max_delay_seconds = models.PositiveIntegerField(default=3600)
+    retry_multiplier = models.FloatField(default=2.0)
+    retry_on_timeout = models.BooleanField(default=False)
+
+    misfire_policy = models.CharField(max_length=10, choices=MisfirePolicy.choices, default=MisfirePolicy.RUN_ONCE)
+    misfire_grace_seconds = models.PositiveIntegerField(default=3600)
+    overlap_policy = models.CharField(max_length=10, choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW)
+    region = models.CharField(max_length=40, blank=True)
+
+    # Running state
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_status = models.CharField(max_length=12, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    expired_at = models.DateTimeField(null=True, blank=True)
+    disabled_reason = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = tenant_manager("organization")
+
+    class Meta:
+        ordering = ["name"]
+        indexes = [
+            # The scheduler's "what is due?" question reads only enabled jobs, oldest due
+            # first; the partial index keeps paused and finished jobs out of that scan.
+            models.Index(
+                fields=["next_run_at"],
+                name="job_due",
+                condition=Q(enabled=True, next_run_at__isnull=False),
+            ),
+            models.Index(fields=["project", "name"], name="job_project_name"),
+            models.Index(fields=["organization", "name"], name="job_org_name"),
+        ]
+
+    def __str__(self):
+        return self.name

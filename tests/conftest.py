@@ -1,0 +1,80 @@
+"""Shared fixtures: tenants (an owner, a teammate and an outsider by default) and jobs."""
+
+import itertools
+from datetime import datetime, timezone as dt_timezone
+
+import pytest
+
+UTC = dt_timezone.utc
+_counter = itertools.count(1)
+
+
+@pytest.fixture(autouse=True)
+def _plain_static_storage(request):
+    """In-process tests render pages without running collectstatic first. (The engine's
+    tests also run without Django: `-p no:django`.)"""
+    if not request.config.pluginmanager.has_plugin("django"):
+        return
+    settings = request.getfixturevalue("settings")
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+def ensure_seeded_plans():
+    """Transactional tests flush the tables after each test, seeded plans included:
+    seed them again the way the data migration does."""
+    import importlib
+
+    from django.apps import apps
+
+    seed = importlib.import_module("apps.billing.migrations.0002_seed_plans")
+    seed.seed_plans(apps, None)
+
+
+@pytest.fixture
+def make_tenant(db):
+    from apps.projects.provisioning import provision_tenant
+
+    def make(plan="pro", name=None, email=None):
+        n = next(_counter)
+        ensure_seeded_plans()
+        return provision_tenant(
+            org_name=name or f"Org {n:05d}", email=email or f"owner{n}@example.com", plan_code=plan
+        )
+
+    return make
+
+
+@pytest.fixture
+def tenant(make_tenant):
+    return make_tenant()
+
+
+@pytest.fixture
+def other_tenant(make_tenant):
+    return make_tenant()
+
+
+@pytest.fixture
+def make_job(db):
+    from apps.jobs.models import Job
+
+    def make(tenant, **fields):
+        defaults = {
+            "project": tenant.project,
+            "organization": tenant.organization,
+            "name": f"job {next(_counter)}",
+            "schedule_type": Job.ScheduleType.CRON,
+            "cron_expression": "*/5 * * * *",
+            "url": "https://example.com/hook",
+        }
+        defaults.update(fields)
+        return Job.objects.create(**defaults)
+
+    return make
+
+
+def utc(*args):
+    return datetime(*args, tzinfo=UTC)
