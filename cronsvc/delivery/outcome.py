@@ -1,0 +1,118 @@
+"""Did a delivery succeed? Success criteria and the classification of a result."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .client import DeliveryResult
+from .errors import InvalidRequest
+from .saferegex import compile_pattern
+
+MAX_BODY_CONTAINS = 1024
+
+# Error kinds, beyond the transport ones DeliveryResult reports
+# (timeout, connect_error, dns_error, tls_error, forbidden_target):
+HTTP_3XX = "http_3xx"  # a redirect not followed (or too many) and not accepted
+HTTP_4XX = "http_4xx"
+HTTP_5XX = "http_5xx"
+UNEXPECTED_STATUS = "unexpected_status"  # e.g. 204 when the criteria ask for 200 only
+BODY_MISMATCH = "body_mismatch"
+CIRCUIT_OPEN = "circuit_open"
+
+
+@dataclass(frozen=True)
+class SuccessCriteria:
+    """``status_codes`` holds ints and/or ranges; the default accepts any 2xx.
+
+    ``accept_redirect_status`` also accepts a 3xx as it is (when redirects are not followed).
+    The body criteria look at the captured excerpt only (``max_body_bytes`` of the body).
+    """
+
+    status_codes: tuple[range, ...] = (range(200, 300),)
+    accept_redirect_status: bool = False
+    body_contains: str | None = None
+    body_regex: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status_codes", _as_ranges(self.status_codes))
+
+    def accepts_status(self, status: int) -> bool:
+        if self.accept_redirect_status and 300 <= status < 400:
+            return True
+        return any(status in codes for codes in self.status_codes)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    succeeded: bool
+    error_kind: str | None
+    message: str
+
+
+def _as_ranges(codes: Iterable[int | range]) -> tuple[range, ...]:
+    return tuple(c if isinstance(c, range) else range(c, c + 1) for c in codes)
+
+
+def parse_status_codes(text: str) -> tuple[range, ...]:
+    """``"200-299, 304"`` -> ranges; raises InvalidRequest(``invalid_status_codes``)."""
+    ranges = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        low, _, high = item.partition("-")
+        try:
+            first, last = int(low), int(high or low)
+        except ValueError:
+            raise InvalidRequest("invalid_status_codes", "status_codes", f"{item!r} is not a code") from None
+        ranges.append(range(first, last + 1))
+    criteria = SuccessCriteria(status_codes=tuple(ranges))
+    validate_criteria(criteria)
+    return criteria.status_codes
+
+
+def validate_criteria(criteria: SuccessCriteria) -> None:
+    """Refuse criteria that could never pass or that we will not run."""
+    if not criteria.status_codes or any(
+        not codes or codes.start < 100 or codes.stop > 600 for codes in criteria.status_codes
+    ):
+        raise InvalidRequest("invalid_status_codes", "status_codes", "status codes between 100 and 599")
+    if criteria.body_contains is not None and not 0 < len(criteria.body_contains) <= MAX_BODY_CONTAINS:
+        raise InvalidRequest("invalid_body_contains", "body_contains",
+                             f"between 1 and {MAX_BODY_CONTAINS} characters")
+    if criteria.body_regex is not None:
+        compile_pattern(criteria.body_regex)
+
+
+def classify(result: DeliveryResult, criteria: SuccessCriteria) -> Outcome:
+    if result.error_kind is not None:
+        return Outcome(False, result.error_kind, result.error_message or result.error_kind)
+    status = result.status_code
+    assert status is not None
+    if not criteria.accepts_status(status):
+        return Outcome(False, _status_kind(status), f"HTTP {status}")
+    mismatch = _body_mismatch(result.body_excerpt, criteria)
+    if mismatch:
+        return Outcome(False, BODY_MISMATCH, f"HTTP {status}, but {mismatch}")
+    return Outcome(True, None, f"HTTP {status}")
+
+
+def circuit_open(host: str, retry_at: float | None) -> Outcome:
+    """The outcome of a delivery the breaker did not let through."""
+    return Outcome(False, CIRCUIT_OPEN, f"{host} is failing; circuit open until {retry_at}")
+
+
+def _status_kind(status: int) -> str:
+    if 300 <= status < 400:
+        return HTTP_3XX
+    if 400 <= status < 500:
+        return HTTP_4XX
+    if 500 <= status < 600:
+        return HTTP_5XX
+    return UNEXPECTED_STATUS
+
+
+def _body_mismatch(body: str, criteria: SuccessCriteria) -> str | None:
+    if criteria.body_contains is not None and criteria.body_contains not in body:
+        return f"the body does not contain {criteria.body_contains!r}"
+    if criteria.body_regex is not None and not compile_pattern(criteria.body_regex).search(body):
+        return f"the body does not match {criteria.body_regex!r}"
+    return None

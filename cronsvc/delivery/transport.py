@@ -1,0 +1,102 @@
+"""requests/urllib3 plumbing: connections that pass the address guard and the deadline.
+
+``GuardedAdapter`` is a requests HTTPAdapter whose urllib3 pools build connections through
+``guard.open_connection``: every new connection (first hop, redirect hop, reconnect after a
+pooled connection died) resolves the host and connects only to an address the policy
+allows. Pooled connections keep the address they were checked against, so reuse costs
+nothing and DNS cannot swap the address underneath.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+from urllib3.util.connection import allowed_gai_family
+
+from .deadline import current_scope
+from .guard import AddressPolicy, ForbiddenTarget, open_connection
+
+
+class _GuardedConnectionMixin:
+    """Overrides urllib3's socket opening; ``policy`` is bound per adapter (see below)."""
+
+    policy: AddressPolicy
+    remote_addr: str | None = None
+    cronsvc_scope: Any = None
+
+    def _new_conn(self) -> socket.socket:
+        scope = current_scope()
+        timeout = self.timeout if isinstance(self.timeout, (int, float)) else None
+        try:
+            sock, self.remote_addr = open_connection(
+                self._dns_host, self.port, self.policy,
+                timeout=timeout,
+                deadline=scope.deadline if scope else None,
+                family=allowed_gai_family(),
+                source_address=self.source_address,
+                socket_options=self.socket_options,
+            )
+        except socket.gaierror as exc:
+            raise NameResolutionError(self.host, self, exc) from exc
+        except UnicodeError as exc:  # an unencodable (IDNA) host name
+            raise NameResolutionError(self.host, self, socket.gaierror(str(exc))) from exc
+        except TimeoutError as exc:
+            raise ConnectTimeoutError(self, f"Connection to {self.host} timed out") from exc
+        except OSError as exc:
+            raise NewConnectionError(self, f"Failed to establish a new connection: {exc}") from exc
+        if scope is not None:
+            scope.attach(self)  # before the TLS handshake, which a server can stall too
+        return sock
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        if self.sock is None:
+            # http.client would connect lazily inside the send; connecting first keeps
+            # "could not connect" apart from "sent, then no answer".
+            self.connect()
+        scope = current_scope()
+        if scope is not None:
+            scope.attach(self)  # also a pooled connection starting new work
+            scope.request_started = True
+        super().request(*args, **kwargs)
+
+
+class GuardedHTTPConnection(_GuardedConnectionMixin, HTTPConnection):
+    pass
+
+
+class GuardedHTTPSConnection(_GuardedConnectionMixin, HTTPSConnection):
+    pass
+
+
+def _pool_classes(policy: AddressPolicy) -> dict[str, type]:
+    # urllib3 builds connections from a class with fixed constructor arguments, so the
+    # policy travels as a class attribute of per-adapter subclasses.
+    http_conn = type("GuardedHTTPConnection", (GuardedHTTPConnection,), {"policy": policy})
+    https_conn = type("GuardedHTTPSConnection", (GuardedHTTPSConnection,), {"policy": policy})
+    return {
+        "http": type("GuardedHTTPConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": http_conn}),
+        "https": type("GuardedHTTPSConnectionPool", (HTTPSConnectionPool,), {"ConnectionCls": https_conn}),
+    }
+
+
+class GuardedAdapter(HTTPAdapter):
+    """An HTTPAdapter whose every connection passes ``policy`` at socket-open time."""
+
+    __attrs__ = HTTPAdapter.__attrs__ + ["policy"]
+
+    def __init__(self, policy: AddressPolicy, **kwargs: Any) -> None:
+        self.policy = policy
+        super().__init__(**kwargs)
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _pool_classes(self.policy)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        # Through a proxy the guard would check the proxy's address, not the target's.
+        raise ForbiddenTarget("delivery through a proxy is disabled")
