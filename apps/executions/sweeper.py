@@ -1,0 +1,46 @@
+"""Repairs what the broker lost: the database, not the broker, is the source of truth.
+
+- A run committed as ``queued`` whose message never reached a worker (broker down,
+  scheduler killed between commit and publish, Redis restarted) is published again
+  after SWEEPER_REPUBLISH_AFTER seconds.
+- A retry waiting in the database (``published_at`` empty, ``next_attempt_at`` passed)
+  is published when it comes due.
+- A run left ``running`` past its lease (its worker died) is handed back to the queue.
+
+Every step claims rows with ``FOR UPDATE SKIP LOCKED`` and a conditional update, so any
+number of sweepers (one per scheduler process) never publish the same row twice in a
+round. A duplicate message is harmless anyway: the worker's claim is atomic.
+"""
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+
+from .models import Execution
+
+QUEUED = Execution.Status.QUEUED
+RUNNING = Execution.Status.RUNNING
+
+
+def _claim(queryset, limit, **changes):
+    with transaction.atomic():
+        ids = list(queryset.select_for_update(skip_locked=True).values_list("id", flat=True)[:limit])
+        if not ids:
+            return []
+        Execution.objects.filter(id__in=ids).update(**changes)
+        return list(Execution.objects.filter(id__in=ids).values_list("id", "queue"))
+
+
+def due_for_publishing(now, *, republish_after, limit=1000):
+    """Mark and return (id, queue) of queued runs that need a (new) message."""
+    stale = now - timedelta(seconds=republish_after)
+    never_published = Q(published_at__isnull=True) & (Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
+    queryset = Execution.objects.filter(Q(status=QUEUED) & (never_published | Q(published_at__lt=stale)))
+    return _claim(queryset.order_by("published_at"), limit, published_at=now)
+
+
+def recover_expired_leases(now, *, limit=1000):
+    """Hand runs whose worker died back to the queue; return (id, queue) to publish."""
+    queryset = Execution.objects.filter(status=RUNNING, lease_expires_at__lt=now)
+    return _claim(queryset, limit, status=QUEUED, lease_expires_at=None, published_at=now)

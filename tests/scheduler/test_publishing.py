@@ -1,0 +1,109 @@
+"""Publishing to the plan's queue on the real Redis broker.
+
+Tests that run a loop tick use real transactions: the tick calls close_old_connections(),
+which (rightly) drops a connection left inside a transaction.
+"""
+
+import pytest
+from django.db import transaction
+
+from apps.billing.models import Plan
+from apps.executions.loop import SchedulerLoop
+from apps.executions.models import Execution
+from apps.executions.routing import queue_for
+from apps.executions.triggers import trigger_now
+from apps.accounts.services import change_plan
+from tests.conftest import utc
+
+T0 = utc(2027, 3, 1, 12, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tick_publishes_each_execution_once_to_the_plan_queue(tenant, make_job, private_queue, broker):
+    jobs = [make_job(tenant, next_run_at=T0) for _ in range(30)]
+    loop = SchedulerLoop(batch_size=100, sweep_interval=3600, clock=lambda: T0)
+    loop.tick()
+    ids = broker.published_ids(private_queue)
+    created = set(str(i) for i in Execution.objects.filter(job__in=jobs).values_list("id", flat=True))
+    assert sorted(ids) == sorted(created) and len(created) == 30
+
+
+@pytest.mark.django_db(transaction=True)
+def test_region_routes_to_the_regional_queue(settings, tenant, make_job, private_queue, broker):
+    settings.REGIONS = ["eu", "us"]
+    job = make_job(tenant, next_run_at=T0, region="eu")
+    SchedulerLoop(batch_size=10, sweep_interval=3600, clock=lambda: T0).tick()
+    execution = Execution.objects.get(job=job)
+    assert execution.queue == f"{private_queue}.eu"
+    assert broker.published_ids(f"{private_queue}.eu") == [str(execution.id)]
+    broker.drop(f"{private_queue}.eu")
+
+
+def test_unknown_region_falls_back_to_the_plan_queue(settings):
+    settings.REGIONS = ["eu"]
+    assert queue_for("runs.pro", "mars") == "runs.pro"
+    assert queue_for("runs.pro", "eu") == "runs.pro.eu"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_plan_change_moves_future_runs_to_the_new_queue(tenant, make_job, private_queue, broker):
+    job = make_job(tenant, next_run_at=T0)
+    business = Plan.objects.get(code="business")
+    business.queue = private_queue + ".business"
+    business.save()
+    change_plan(tenant.organization, business)
+    SchedulerLoop(batch_size=10, sweep_interval=3600, clock=lambda: T0).tick()
+    assert Execution.objects.get(job=job).queue == business.queue
+    assert len(broker.published_ids(business.queue)) == 1
+    broker.drop(business.queue)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_trigger_now_publishes_after_commit(tenant, make_job, private_queue, broker):
+    job = make_job(tenant)
+    with transaction.atomic():
+        execution = trigger_now(job, now=T0)
+        assert broker.published_ids(private_queue) == []  # not before the commit
+    assert execution.trigger == Execution.Trigger.MANUAL and execution.status == "queued"
+    assert broker.published_ids(private_queue) == [str(execution.id)]
+
+
+def test_sweeper_republishes_unpublished_and_stale_runs_once(tenant, make_job, private_queue, broker):
+    from datetime import timedelta
+
+    from apps.executions.sweeper import due_for_publishing
+
+    job = make_job(tenant)
+    org = tenant.organization
+    lost = Execution.objects.create(job=job, organization=org, scheduled_for=T0, queue=private_queue,
+                                    published_at=T0)
+    retry_due = Execution.objects.create(job=job, organization=org, scheduled_for=T0 + timedelta(minutes=1),
+                                         queue=private_queue, published_at=None,
+                                         next_attempt_at=T0 + timedelta(seconds=30))
+    retry_later = Execution.objects.create(job=job, organization=org, scheduled_for=T0 + timedelta(minutes=2),
+                                           queue=private_queue, published_at=None,
+                                           next_attempt_at=T0 + timedelta(hours=1))
+    fresh = Execution.objects.create(job=job, organization=org, scheduled_for=T0 + timedelta(minutes=3),
+                                     queue=private_queue, published_at=T0 + timedelta(seconds=50))
+    now = T0 + timedelta(seconds=61)
+    rows = due_for_publishing(now, republish_after=60)
+    assert {r[0] for r in rows} == {lost.id, retry_due.id}
+    assert due_for_publishing(now, republish_after=60) == []  # marked: a second sweeper finds nothing
+    assert {fresh.id, retry_later.id}.isdisjoint(r[0] for r in rows)
+
+
+def test_sweeper_hands_back_runs_whose_worker_died(tenant, make_job):
+    from datetime import timedelta
+
+    from apps.executions.sweeper import recover_expired_leases
+
+    job = make_job(tenant)
+    org = tenant.organization
+    dead = Execution.objects.create(job=job, organization=org, scheduled_for=T0, status="running",
+                                    lease_expires_at=T0 + timedelta(seconds=40))
+    alive = Execution.objects.create(job=job, organization=org, scheduled_for=T0 + timedelta(minutes=1),
+                                     status="running", lease_expires_at=T0 + timedelta(minutes=5))
+    rows = recover_expired_leases(T0 + timedelta(minutes=1))
+    assert [r[0] for r in rows] == [dead.id]
+    dead.refresh_from_db(); alive.refresh_from_db()
+    assert (dead.status, alive.status) == ("queued", "running")

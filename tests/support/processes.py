@@ -1,0 +1,75 @@
+"""Start the platform's real processes against the test database and broker."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_database_url():
+    s = connection.settings_dict
+    return f"postgres://{s['USER'] or 'postgres'}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+def process_env(**extra):
+    env = dict(os.environ)
+    env.update(DATABASE_URL=test_database_url(), PYTHONUNBUFFERED="1")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+class Process:
+    """A child process whose output goes to a log file (read it when a test fails)."""
+
+    def __init__(self, args, env, log_path):
+        self.args = args
+        self.log_path = Path(log_path)
+        self.log = open(self.log_path, "ab")
+        self.popen = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, sig)
+
+    def stop(self, timeout=15):
+        """SIGTERM and wait; returns the exit code."""
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                self.popen.wait(5)
+        self.log.close()
+        return self.popen.returncode
+
+    def output(self):
+        return self.log_path.read_text(errors="replace")
+
+
+def start_scheduler(tmp_path, name="scheduler", **env):
+    args = [sys.executable, "manage.py", "run_scheduler", "--max-sleep", "0.2"]
+    return Process(args, process_env(**env), tmp_path / f"{name}.log")
+
+
+def start_worker(tmp_path, queues, name="worker", concurrency=4, **env):
+    args = [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", ",".join(queues),
+            "--pool", "threads", "--concurrency", str(concurrency), "--hostname", f"{name}@%h",
+            "--without-mingle", "--without-gossip", "--loglevel", "INFO"]
+    return Process(args, process_env(**env), tmp_path / f"{name}.log")
+
+
+def wait_for(predicate, timeout, interval=0.1, message="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
