@@ -1,0 +1,91 @@
+"""Real processes: scheduler + Celery worker + a local endpoint, on PostgreSQL and Redis."""
+
+import os
+import signal
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.executions import publishing
+from apps.executions.models import Execution
+from apps.executions.triggers import trigger_now
+from tests.support.broker import use_private_queue
+from tests.support.processes import start_scheduler, start_worker, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+FAST = dict(OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8", SWEEPER_INTERVAL=0.5, SWEEPER_REPUBLISH_AFTER=30,
+            DELIVERY_LEASE_MARGIN=2)
+
+
+def test_a_due_job_is_fired_end_to_end(tmp_path, make_tenant, make_job, target):
+    tenant = make_tenant(plan="enterprise")
+    queue = use_private_queue(tenant)
+    job = make_job(tenant, url=target.url("/e2e"), next_run_at=timezone.now())
+    scheduler = start_scheduler(tmp_path, **FAST)
+    worker = start_worker(tmp_path, [queue], **FAST)
+    try:
+        wait_for(lambda: Execution.objects.filter(job=job, status="succeeded").exists(), timeout=40,
+                 message="the run to succeed")
+    finally:
+        codes = scheduler.stop(), worker.stop()
+    assert codes == (0, 0), worker.output()[-3000:]
+    (received,) = target.requests_to("/e2e")
+    execution = Execution.objects.get(job=job)
+    assert received.headers["webhook-id"] == str(execution.id)
+    assert execution.started_at - execution.scheduled_for < timedelta(seconds=30)
+
+
+def test_worker_killed_mid_request_completes_the_run_once(tmp_path, make_tenant, make_job, target):
+    tenant = make_tenant(plan="enterprise")
+    queue = use_private_queue(tenant)
+    job = make_job(tenant, url=target.url("/slow?seconds=3"), timeout_seconds=5)
+    scheduler = start_scheduler(tmp_path, **FAST)
+    doomed = start_worker(tmp_path, [queue], name="doomed", **FAST)
+    try:
+        execution = trigger_now(job)
+        wait_for(lambda: target.requests_to("/slow"), timeout=30, message="the request to arrive")
+        doomed.kill(signal.SIGKILL)
+        doomed.stop()
+        assert Execution.objects.get(id=execution.id).status == "running"
+        survivor = start_worker(tmp_path, [queue], name="survivor", **FAST)
+        try:
+            wait_for(lambda: Execution.objects.get(id=execution.id).status == "succeeded", timeout=60,
+                     message="the run to be recovered and succeed")
+        finally:
+            survivor.stop()
+    finally:
+        scheduler.stop()
+    execution.refresh_from_db()
+    assert execution.attempts.filter(outcome="succeeded").count() == 1
+    ids = {r.headers["webhook-id"] for r in target.requests_to("/slow")}
+    assert ids == {str(execution.id)}  # the same idempotency id on the repeat
+    assert len(target.requests_to("/slow")) == 2  # at least once as a request: once cut off, once whole
+
+
+def test_duplicate_messages_run_once_on_a_real_worker(tmp_path, make_tenant, make_job, target):
+    tenant = make_tenant(plan="enterprise")
+    queue = use_private_queue(tenant)
+    job = make_job(tenant, url=target.url("/dup"))
+    executions = [Execution.objects.create(job=job, organization=tenant.organization, queue=queue,
+                                           scheduled_for=timezone.now() + timedelta(seconds=i)) for i in range(10)]
+    ids = [e.id for e in executions]
+    for _ in range(3):
+        publishing.publish({queue: ids})
+    worker = start_worker(tmp_path, [queue], **FAST)
+    try:
+        wait_for(lambda: Execution.objects.filter(id__in=ids, status="succeeded").count() == 10, timeout=40,
+                 message="all runs")
+    finally:
+        worker.stop()
+    assert len(target.requests_to("/dup")) == 10
+
+
+def test_worker_stops_cleanly_on_sigterm(tmp_path, make_tenant):
+    tenant = make_tenant()
+    worker = start_worker(tmp_path, [use_private_queue(tenant)], **FAST)
+    wait_for(lambda: "ready" in worker.output(), timeout=30, message="the worker to start")
+    os.killpg(worker.popen.pid, signal.SIGTERM)
+    assert worker.popen.wait(30) == 0
+    worker.stop()
