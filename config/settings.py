@@ -222,7 +222,9 @@ SWEEPER_REPUBLISH_AFTER = env_int("SWEEPER_REPUBLISH_AFTER", 60)
 SWEEPER_INTERVAL = env_float("SWEEPER_INTERVAL", 5.0)
 MISFIRE_ON_TIME_SECONDS = env_int("MISFIRE_ON_TIME_SECONDS", 60)
 REGIONS = env_list("REGIONS", [])
-OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
+# Embedded mode is for trying cronsvc on a laptop against local endpoints; a server
+# install refuses private targets unless an operator allows them.
+OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", EMBEDDED)
 OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", [])
 OUTBOUND_ALLOWED_PORTS = env_str("OUTBOUND_ALLOWED_PORTS", "80,443,1024-65535")
 RESPONSE_BODY_MAX_BYTES = env_int("RESPONSE_BODY_MAX_BYTES", 16 * 1024)
@@ -237,13 +239,54 @@ BREAKER_COOLDOWN_SECONDS = env_float("BREAKER_COOLDOWN_SECONDS", 60.0)
 
 # --- REST API ---
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "apps.accounts.api.schema.ApiAutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.accounts.api.authentication.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.api.permissions.RolePermission"],
+    "DEFAULT_THROTTLE_CLASSES": ["apps.accounts.api.throttling.PlanRateThrottle"],
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "apps.accounts.api.pagination.PagePagination",
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "apps.accounts.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "PAGE_SIZE": 50,
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "cronsvc API",
-    "DESCRIPTION": "Schedule HTTP jobs, read their history.",
+    "DESCRIPTION": (
+        "Schedule HTTP jobs, read their history.\n\n"
+        "Authenticate with `Authorization: Bearer <API key>`. Errors always read "
+        '`{"error": {"code", "message", "fields"}}` (see the Error schema for the codes). '
+        "Requests are rate limited per API key by plan (X-RateLimit-Limit/Remaining/Reset; "
+        "429 with Retry-After). Ids are opaque strings."
+    ),
     "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "apps.accounts.api.schema.add_error_component",
+    ],
+}
+# API keys one client IP may create per hour (on top of the per-key request quota).
+API_KEY_CREATE_PER_IP_PER_HOUR = env_int("API_KEY_CREATE_PER_IP_PER_HOUR", 20)
+# Request quotas are counted in Redis so every web process shares them; embedded mode
+# (no REDIS_URL) counts per process.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "api": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+         "KEY_PREFIX": "cronsvc-api"}
+        if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "api"}
+    ),
 }
 
 # --- Sentry (only with SENTRY_DSN) ---

@@ -102,8 +102,8 @@ def _by_timeout(executions):
 
 
 def admit(run, now):
-    """Apply the overlap lock, the organization's concurrency cap and the host's circuit
-    breaker. Returns True when the run may be sent now."""
+    """Apply the overlap lock, the organization's concurrency cap, the host's circuit
+    breaker and the job's rate limit. Returns True when the run may be sent now."""
     execution, job = run.execution, run.job
     lease = job.timeout_seconds + settings.DELIVERY_LEASE_MARGIN
     run.holder = str(execution.id)
@@ -119,10 +119,20 @@ def admit(run, now):
         release(run)
         recording.defer_running(execution, now + timedelta(seconds=_defer_seconds()))
         return False
-    if not _circuit_allows(run, shared, now):
+    if not _circuit_allows(run, shared, now) or not _rate_allows(run, shared, now):
         release(run)
         return False
     return _prepare(run, now)
+
+
+def _rate_allows(run, shared, now):
+    per_minute = run.job.rate_limit_per_minute
+    if not per_minute:
+        return True
+    allowed, wait = shared.take_token(str(run.job.id), per_minute, wall_clock())
+    if not allowed:
+        recording.defer_running(run.execution, now + timedelta(seconds=max(wait, 0.5)))
+    return allowed
 
 
 def _defer_seconds():

@@ -13,7 +13,7 @@ from django.conf import settings
 from cronsvc.delivery.breaker import CircuitBreaker
 from cronsvc.delivery.client import make_session
 from cronsvc.delivery.guard import AddressPolicy, parse_networks, parse_ports
-from cronsvc.delivery.limits import LeaseSemaphore
+from cronsvc.delivery.limits import LeaseSemaphore, TokenBucket
 
 
 def outbound_policy():
@@ -62,6 +62,11 @@ class Guards:
     def concurrency(self, organization_id, limit, lease_seconds):
         return LeaseSemaphore(self.client, f"cronsvc:concurrency:{organization_id}", limit, lease_seconds)
 
+    def take_token(self, job_id, per_minute, now):
+        """(allowed, seconds to wait) under the job's own rate limit."""
+        bucket = TokenBucket(self.client, f"cronsvc:rate:{job_id}", per_minute / 60.0, 1)
+        return bucket.take(now)
+
     def lock_job(self, job_id, holder, lease_seconds):
         return bool(self.client.set(f"cronsvc:running:{job_id}", holder, nx=True, ex=int(lease_seconds) + 1))
 
@@ -81,9 +86,18 @@ class LocalGuards:
         self._lock = threading.Lock()
         self._held = {}
         self._jobs = {}
+        self._next_token = {}
 
     def concurrency(self, organization_id, limit, lease_seconds):
         return _LocalSemaphore(self, organization_id, limit)
+
+    def take_token(self, job_id, per_minute, now):
+        with self._lock:
+            next_free = self._next_token.get(job_id, 0.0)
+            if now < next_free:
+                return False, next_free - now
+            self._next_token[job_id] = now + 60.0 / per_minute
+            return True, 0.0
 
     def lock_job(self, job_id, holder, lease_seconds):
         with self._lock:

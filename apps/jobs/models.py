@@ -81,6 +81,9 @@ class Job(models.Model):
     misfire_grace_seconds = models.PositiveIntegerField(default=3600)
     overlap_policy = models.CharField(max_length=10, choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW)
     region = models.CharField(max_length=40, blank=True)
+    rate_limit_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="At most this many requests a minute (token bucket); empty: no limit."
+    )
 
     # Running state
     next_run_at = models.DateTimeField(null=True, blank=True)

@@ -237,3 +237,13 @@ def test_circuit_opens_after_repeated_connect_failures_and_defers_runs(settings,
         assert results[2].status == "queued" and results[2].next_attempt_at > timezone.now()
     finally:
         guards.cache_clear()
+
+
+def test_job_rate_limit_spaces_requests_out(tenant, make_job, target):
+    job = make_job(tenant, url=target.url("/limited"), rate_limit_per_minute=6)
+    executions = [queued(tenant, job, scheduled_for=timezone.now() + timedelta(seconds=i)) for i in range(3)]
+    run_batch([e.id for e in executions])
+    assert len(target.requests_to("/limited")) == 1
+    waiting = Execution.objects.filter(job=job, status="queued")
+    assert waiting.count() == 2
+    assert all(e.next_attempt_at >= timezone.now() + timedelta(seconds=5) for e in waiting)
