@@ -257,6 +257,9 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "PAGE_SIZE": 50,
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    # Proxies in front of the web process whose X-Forwarded-For is trusted for the client
+    # address (per-IP quotas, audit log); 0 reads REMOTE_ADDR, which clients cannot forge.
+    "NUM_PROXIES": env_int("API_TRUSTED_PROXIES", 0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "cronsvc API",

@@ -1,0 +1,61 @@
+"""API keys (``Authorization: Bearer csk_live_...``) and browser sessions."""
+
+from datetime import timedelta
+
+from django.contrib.auth.models import AnonymousUser
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from apps.accounts.models import ApiKey
+from cronsvc.apikeys import secret_matches, split_key
+
+from .actor import actor_for_api_key
+
+# last_used_at is written at most this often per key: a busy key would otherwise cost
+# one UPDATE per request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class InvalidApiKey(exceptions.AuthenticationFailed):
+    default_detail = "The API key is malformed, unknown, revoked or expired, or its organization is suspended."
+    default_code = "invalid_api_key"
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """Resolves the key to an Actor, returned as ``request.auth``; ``request.user`` stays
+    anonymous, because a key acts for its organization, not for the person who made it."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        keyword, _, token = header.partition(" ")
+        if keyword.lower() != self.keyword.lower():
+            return None  # no key: let the session try
+        api_key = self._usable_key(token.strip())
+        _touch(api_key)
+        return AnonymousUser(), actor_for_api_key(api_key)
+
+    def authenticate_header(self, request):
+        # Makes DRF answer 401 (not 403) to unauthenticated requests.
+        return f'{self.keyword} realm="api"'
+
+    @staticmethod
+    def _usable_key(token):
+        parts = split_key(token)
+        if parts is None:
+            raise InvalidApiKey()
+        lookup, secret = parts
+        api_key = ApiKey.objects.select_related("organization__plan").filter(lookup=lookup).first()
+        if api_key is None or not secret_matches(secret, api_key.salt, api_key.secret_hash):
+            raise InvalidApiKey()
+        if not api_key.is_usable():
+            raise InvalidApiKey()
+        return api_key
+
+
+def _touch(api_key, now=None):
+    now = now or timezone.now()
+    if api_key.last_used_at is None or api_key.last_used_at < now - LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now

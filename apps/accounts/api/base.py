@@ -1,0 +1,60 @@
+"""What every API view shares: the caller (actor), rate-limit headers, audit, and
+serializers that refuse unknown fields."""
+
+from collections.abc import Mapping
+
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+
+from .audit import audit
+from .permissions import resolve_actor
+
+
+class ApiViewMixin:
+    """Mix into every API view (before the DRF base class)."""
+
+    #: action -> least role (see permissions.required_role)
+    required_roles = {}
+
+    @property
+    def actor(self):
+        return resolve_actor(self.request)
+
+    def audit(self, action, target=None, data=None):
+        return audit(self.request, action, target, data)
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        context["actor"] = getattr(self.request, "actor", None)
+        return context
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        quota = getattr(request, "rate_limit", None)
+        if quota is not None:
+            for name, value in quota.headers().items():
+                response[name] = value
+        return response
+
+
+class StrictFieldsMixin:
+    # Unknown input fields are errors (code ``unknown_field``), not silently dropped.
+    # Nested serializers using the mixin report their own unknown fields with full paths.
+    # (A comment, not a docstring: the schema would show it as every serializer's description.)
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: [ErrorDetail("Unknown field.", code="unknown_field")] for name in unknown}
+                )
+        return super().to_internal_value(data)
+
+
+class StrictSerializer(StrictFieldsMixin, serializers.Serializer):
+    pass
+
+
+class StrictModelSerializer(StrictFieldsMixin, serializers.ModelSerializer):
+    pass

@@ -1,0 +1,94 @@
+"""Request quotas: per API key (or session user) by the plan's api_requests_per_minute,
+and per client IP on API-key creation.
+
+Fixed one-minute windows counted with an atomic INCR in the "api" cache (Redis when
+REDIS_URL is set, so every web process shares the count). DRF's SimpleRateThrottle keeps
+a list of timestamps per client and writes it back non-atomically: too heavy at
+thousands of requests a minute and racy across processes.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import caches
+from rest_framework.throttling import BaseThrottle
+
+CACHE_ALIAS = "api"
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Quota:
+    limit: int
+    count: int
+    reset_at: int  # epoch seconds at which the window ends
+
+    @property
+    def allowed(self):
+        return self.count <= self.limit
+
+    @property
+    def remaining(self):
+        return max(0, self.limit - self.count)
+
+    def headers(self):
+        return {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(self.reset_at),
+        }
+
+
+def count_hit(ident, limit, *, window, now):
+    """Count one request of ``ident`` in the window containing ``now``. When the cache is
+    unreachable the request is let through (count 0): a Redis outage must not stop the API."""
+    start = int(now) - int(now) % window
+    key = f"rl:{ident}:{window}:{start}"
+    cache = caches[CACHE_ALIAS]
+    try:
+        cache.add(key, 0, timeout=window + 5)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr: a fresh window
+            cache.add(key, 1, timeout=window + 5)
+            count = 1
+    except Exception:  # noqa: BLE001 - any cache failure: fail open, loudly
+        log.warning("rate-limit cache unavailable; %s not counted", ident, exc_info=True)
+        count = 0
+    return Quota(limit, count, start + window)
+
+
+class _WindowThrottle(BaseThrottle):
+    timer = time.time  # tests pin it: no test depends on the wall clock
+    window = 60
+    quota = None
+
+    def wait(self):
+        return max(1, self.quota.reset_at - int(self.timer())) if self.quota else None
+
+
+class PlanRateThrottle(_WindowThrottle):
+    """Per API key (or user) and organization: the plan's requests per minute."""
+
+    def allow_request(self, request, view):
+        actor = getattr(request, "actor", None)
+        if actor is None:
+            return True  # unauthenticated requests were refused before this
+        limit = actor.organization.plan.api_requests_per_minute
+        ident = f"{actor.organization.pk}:{actor.principal}"
+        self.quota = count_hit(ident, limit, window=self.window, now=self.timer())
+        request.rate_limit = self.quota  # turned into X-RateLimit-* headers by the views
+        return self.quota.allowed
+
+
+class KeyCreationIPThrottle(_WindowThrottle):
+    """Per client IP: API keys created per hour (a stolen session cannot mint keys in bulk)."""
+
+    window = 3600
+
+    def allow_request(self, request, view):
+        limit = settings.API_KEY_CREATE_PER_IP_PER_HOUR
+        self.quota = count_hit(f"ip:{self.get_ident(request)}", limit, window=self.window, now=self.timer())
+        return self.quota.allowed

@@ -1,0 +1,139 @@
+"""API keys, members and the audit log (owners and admins)."""
+
+import django_filters
+from django.db import transaction
+from django.utils import timezone
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from apps.accounts.models import ApiKey, AuditEvent, Membership
+
+from . import members
+from .actor import Role
+from .base import ApiViewMixin
+from .filters import UtcDateTimeFromToRangeFilter
+from .pagination import NewestFirstCursorPagination
+from .serializers import (
+    ApiKeySerializer, AuditEventSerializer, EmptySerializer, MemberInviteSerializer, MemberSerializer,
+    NewApiKeySerializer,
+)
+from .throttling import KeyCreationIPThrottle
+
+ADMIN_ONLY = {name: Role.ADMIN for name in
+              ("list", "retrieve", "create", "update", "partial_update", "destroy", "revoke")}
+
+
+@extend_schema_view(
+    create=extend_schema(responses={201: NewApiKeySerializer},
+                         description="The response holds the full key; it is never shown again."),
+    revoke=extend_schema(request=EmptySerializer, responses=ApiKeySerializer),
+)
+class ApiKeyViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                    mixins.CreateModelMixin, viewsets.GenericViewSet):
+    queryset = ApiKey.objects.none()  # for the schema; get_queryset scopes the real one
+    serializer_class = ApiKeySerializer
+    required_roles = ADMIN_ONLY
+    filter_backends = []
+
+    def get_queryset(self):
+        return (ApiKey.objects.for_organization(self.actor.organization)
+                .select_related("created_by").prefetch_related("projects"))
+
+    def get_throttles(self):
+        throttles = super().get_throttles()
+        return [*throttles, KeyCreationIPThrottle()] if self.action == "create" else throttles
+
+    def create(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        with transaction.atomic():
+            key = serializer.save(organization=self.actor.organization, created_by=self.actor.user)
+            self.audit("api_key.create", key, {"name": key.name, "scopes": key.scopes})
+        return Response(NewApiKeySerializer(key, context=self.get_serializer_context()).data,
+                        status=status.HTTP_201_CREATED)
+
+    @action(detail=True, methods=["post"])
+    def revoke(self, request, pk=None):
+        key = self.get_object()
+        EmptySerializer(data=request.data or {}).is_valid(raise_exception=True)
+        if key.revoked_at is None:
+            key.revoked_at = timezone.now()
+            key.save(update_fields=["revoked_at"])
+            self.audit("api_key.revoke", key)
+        return Response(self.get_serializer(key).data)
+
+
+@extend_schema_view(create=extend_schema(request=MemberInviteSerializer, responses={201: MemberSerializer}))
+class MemberViewSet(ApiViewMixin, viewsets.ModelViewSet):
+    """Members of the organization; ``id`` is the user's id."""
+
+    queryset = Membership.objects.none()  # for the schema; get_queryset scopes the real one
+    serializer_class = MemberSerializer
+    required_roles = ADMIN_ONLY
+    filter_backends = []
+    lookup_field = "user__id"
+    lookup_url_kwarg = "id"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return Membership.objects.for_organization(self.actor.organization).select_related(
+            "user", "organization").order_by("created_at", "pk")
+
+    def get_serializer_class(self):
+        return MemberInviteSerializer if self.action == "create" else MemberSerializer
+
+    def create(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        self._require_owner_for(data.get("role"))
+        membership = members.invite(self.actor.organization, email=data["email"],
+                                    role=data.get("role", Role.DEVELOPER), project_ids=data.get("projects"))
+        self.audit("member.invite", membership.user, {"email": membership.user.email, "role": membership.role})
+        return Response(MemberSerializer(membership, context=self.get_serializer_context()).data,
+                        status=status.HTTP_201_CREATED)
+
+    def perform_update(self, serializer):
+        membership, data = serializer.instance, serializer.validated_data
+        self._require_owner_for(membership.role, data.get("role"))
+        projects = data["projects"] if "projects" in data else ...
+        members.change(membership, role=data.get("role"), project_ids=projects)
+        self.audit("member.update", membership.user, {"role": membership.role, "projects": projects
+                                                       if projects is not ... else "unchanged"})
+
+    def perform_destroy(self, membership):
+        self._require_owner_for(membership.role)
+        members.remove(membership)
+        self.audit("member.remove", membership.user, {"email": membership.user.email})
+
+    def _require_owner_for(self, *roles):
+        """Only owners grant, change or remove the owner role."""
+        if Role.OWNER in roles and not self.actor.has_role(Role.OWNER):
+            raise PermissionDenied("Only an owner can grant, change or remove the owner role.")
+
+
+class AuditEventFilter(django_filters.FilterSet):
+    created_at = UtcDateTimeFromToRangeFilter()
+
+    class Meta:
+        model = AuditEvent
+        fields = ["action", "target_type", "target_id", "created_at"]
+
+
+class AuditEventViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
+    """The organization's audit log, newest first (owners and admins)."""
+
+    queryset = AuditEvent.objects.none()  # for the schema; get_queryset scopes the real one
+    serializer_class = AuditEventSerializer
+    required_roles = ADMIN_ONLY
+    pagination_class = NewestFirstCursorPagination
+    filter_backends = [DjangoFilterBackend]  # the cursor fixes the order
+    filterset_class = AuditEventFilter
+
+    def get_queryset(self):
+        return AuditEvent.objects.for_organization(self.actor.organization).select_related(
+            "actor_user", "actor_api_key")

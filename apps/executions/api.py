@@ -1,0 +1,118 @@
+"""/api/v1/executions/ (history, replay) and /api/v1/dead-letter/ (dead runs, bulk replay)."""
+
+from datetime import timedelta
+
+import django_filters
+from django.db import transaction
+from django.utils import timezone
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+
+from apps.accounts.api.base import ApiViewMixin
+from apps.accounts.api.errors import Conflict
+from apps.accounts.api.filters import UtcDateTimeFromToRangeFilter
+from apps.accounts.api.pagination import ExecutionCursorPagination
+from apps.accounts.api.serializers import EmptySerializer
+
+from .models import Execution
+from .serializers import (
+    BulkReplayResultSerializer, BulkReplaySerializer, ExecutionDetailSerializer, ExecutionSerializer,
+)
+from .triggers import trigger_now
+
+
+class ExecutionNotFinished(Conflict):
+    default_detail = "Only a finished execution can be replayed; wait until it is done."
+    default_code = "execution_not_finished"
+
+
+class NotDead(NotFound):
+    """Some ids are not dead executions of the caller's: nothing is replayed."""
+
+    def __init__(self, missing):
+        super().__init__(f"Not dead executions of yours: {', '.join(missing)}.")
+        self.fields = {"ids": [str(self.detail)]}
+
+
+class ExecutionFilter(django_filters.FilterSet):
+    # Plain UUID filters: another organization's job id yields an empty page, not an error.
+    job = django_filters.UUIDFilter(field_name="job_id")
+    project = django_filters.UUIDFilter(field_name="job__project_id")
+    status = django_filters.ChoiceFilter(choices=Execution.Status.choices)
+    trigger = django_filters.ChoiceFilter(choices=Execution.Trigger.choices)
+    scheduled_for = UtcDateTimeFromToRangeFilter(
+        help_text="scheduled_for_after / scheduled_for_before (ISO 8601).")
+
+    class Meta:
+        model = Execution
+        fields = ["job", "project", "status", "trigger", "scheduled_for"]
+
+
+def replay(execution, *, now):
+    """A new run of the execution's job, linked to it (trigger ``replay``)."""
+    if execution.status not in Execution.FINAL_STATUSES:
+        raise ExecutionNotFinished()
+    return trigger_now(execution.job, now=now, trigger=Execution.Trigger.REPLAY, replay_of=execution)
+
+
+class _ExecutionViews(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = Execution.objects.none()  # for the schema; get_queryset scopes the real one
+    filter_backends = [DjangoFilterBackend]  # the cursor fixes the order
+    filterset_class = ExecutionFilter
+    pagination_class = ExecutionCursorPagination
+
+    def get_queryset(self):
+        executions = Execution.objects.for_organization(self.actor.organization)
+        return self.actor.scope_to_projects(executions, "job__project")
+
+    def get_serializer_class(self):
+        return ExecutionDetailSerializer if self.action == "retrieve" else ExecutionSerializer
+
+
+@extend_schema_view(replay=extend_schema(request=EmptySerializer, responses={202: ExecutionSerializer},
+                                         description="Run the execution's request again (a new execution)."))
+class ExecutionViewSet(_ExecutionViews):
+    def get_queryset(self):
+        executions = super().get_queryset()
+        if self.action == "retrieve":
+            executions = executions.prefetch_related("attempts")
+        return executions
+
+    @action(detail=True, methods=["post"])
+    def replay(self, request, pk=None):
+        execution = self.get_object()
+        EmptySerializer(data=request.data or {}).is_valid(raise_exception=True)
+        new = replay(execution, now=timezone.now())
+        self.audit("execution.replay", execution, {"replay": str(new.pk)})
+        return Response(ExecutionSerializer(new).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema_view(replay=extend_schema(request=BulkReplaySerializer, responses={202: BulkReplayResultSerializer},
+                                         description="Replay dead executions by id; any id that is not a "
+                                                     "dead execution of yours answers 404 and replays nothing."))
+class DeadLetterViewSet(_ExecutionViews):
+    """Executions that exhausted their retries (status ``dead``)."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(status=Execution.Status.DEAD)
+
+    @action(detail=False, methods=["post"], filter_backends=[], pagination_class=None)
+    def replay(self, request):
+        serializer = BulkReplaySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        ids = list(dict.fromkeys(serializer.validated_data["ids"]))
+        dead = {e.pk: e for e in self.get_queryset().filter(pk__in=ids).select_related("job__organization__plan")}
+        missing = [str(pk) for pk in ids if pk not in dead]
+        if missing:
+            raise NotDead(missing)
+        now = timezone.now()
+        with transaction.atomic():
+            # Distinct instants: two replays of one job must not collide on (job, scheduled_for, trigger).
+            replays = [replay(dead[pk], now=now + timedelta(microseconds=i)) for i, pk in enumerate(ids)]
+            self.audit("execution.bulk_replay", None, {"replayed": [str(pk) for pk in ids],
+                                                        "replays": [str(r.pk) for r in replays]})
+        return Response({"replays": ExecutionSerializer(replays, many=True).data}, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,106 @@
+"""The API shape of executions and their attempts.
+
+Captured requests are shown without secrets: credential-bearing headers read ``••••``.
+"""
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.accounts.api.base import StrictSerializer
+
+from .models import Attempt, Execution
+
+MASK = "••••"
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"})
+MAX_BULK_REPLAY = 100
+
+
+def without_secrets(headers):
+    return {name: MASK if name.lower() in SECRET_HEADERS else value for name, value in (headers or {}).items()}
+
+
+class ExecutionResponseSerializer(serializers.Serializer):
+    status = serializers.IntegerField(allow_null=True, help_text="null when no response arrived.")
+    headers = serializers.DictField(child=serializers.CharField(allow_blank=True))
+    body = serializers.CharField(allow_blank=True, help_text="The first RESPONSE_BODY_MAX_BYTES of the body.")
+
+
+class ExecutionErrorSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="timeout, connect_error, dns_error, http_5xx, body_mismatch, ...")
+    message = serializers.CharField(allow_blank=True)
+
+
+class SentRequestSerializer(serializers.Serializer):
+    method = serializers.CharField()
+    url = serializers.CharField()
+    headers = serializers.DictField(child=serializers.CharField(allow_blank=True))
+    body = serializers.CharField(allow_blank=True)
+
+
+def _response(row):
+    return {"status": row.response_status, "headers": without_secrets(row.response_headers),
+            "body": row.response_body}
+
+
+def _error(row):
+    return {"kind": row.error_kind, "message": row.error_message} if row.error_kind else None
+
+
+class AttemptSerializer(serializers.ModelSerializer):
+    request = serializers.SerializerMethodField()
+    response = serializers.SerializerMethodField()
+    error = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Attempt
+        fields = ["number", "started_at", "finished_at", "duration_ms", "outcome", "remote_addr",
+                  "request", "response", "error"]
+
+    @extend_schema_field(SentRequestSerializer)
+    def get_request(self, attempt):
+        return {"method": attempt.request_method, "url": attempt.request_url,
+                "headers": without_secrets(attempt.request_headers), "body": attempt.request_body}
+
+    @extend_schema_field(ExecutionResponseSerializer)
+    def get_response(self, attempt):
+        return _response(attempt)
+
+    @extend_schema_field(ExecutionErrorSerializer(allow_null=True))
+    def get_error(self, attempt):
+        return _error(attempt)
+
+
+class ExecutionSerializer(serializers.ModelSerializer):
+    response = serializers.SerializerMethodField()
+    error = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Execution
+        fields = ["id", "job", "scheduled_for", "trigger", "status", "skip_reason", "attempt", "replay_of",
+                  "created_at", "started_at", "finished_at", "duration_ms", "response", "error"]
+        read_only_fields = fields
+
+    @extend_schema_field(ExecutionResponseSerializer)
+    def get_response(self, execution):
+        return _response(execution)
+
+    @extend_schema_field(ExecutionErrorSerializer(allow_null=True))
+    def get_error(self, execution):
+        return _error(execution)
+
+
+class ExecutionDetailSerializer(ExecutionSerializer):
+    attempts = AttemptSerializer(many=True, read_only=True)
+
+    class Meta(ExecutionSerializer.Meta):
+        fields = [*ExecutionSerializer.Meta.fields, "attempts"]
+        read_only_fields = fields
+
+
+class BulkReplaySerializer(StrictSerializer):
+    ids = serializers.ListField(child=serializers.UUIDField(), min_length=1, max_length=MAX_BULK_REPLAY,
+                                help_text=f"Ids of dead executions, at most {MAX_BULK_REPLAY}.")
+
+
+class BulkReplayResultSerializer(serializers.Serializer):
+    replays = ExecutionSerializer(many=True)

@@ -1,0 +1,233 @@
+"""/api/v1/jobs/ and /api/v1/schedules/preview/."""
+
+import json
+from zoneinfo import ZoneInfo
+
+import django_filters
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
+from django.utils import timezone
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import filters, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ErrorDetail, ValidationError
+from rest_framework.generics import get_object_or_404
+from rest_framework.response import Response
+
+from apps.accounts.api import idempotency
+from apps.accounts.api.actor import Role
+from apps.accounts.api.base import ApiViewMixin
+from apps.accounts.api.pagination import ExecutionCursorPagination
+from apps.accounts.api.serializers import EmptySerializer
+from apps.executions.api import ExecutionFilter
+from apps.executions.models import Execution
+from apps.executions.serializers import ExecutionSerializer
+from apps.executions.triggers import trigger_now
+from cronsvc.schedules import ScheduleError, describe, next_runs, validate_schedule
+from cronsvc.schedules.parse import format_instant
+
+from .models import Job
+from .scheduling import job_schedule
+from .serializers import (
+    ImportCrontabSerializer, ImportResultSerializer, JobSerializer, NextRunsQuerySerializer, RunsSerializer,
+    SchedulePreviewSerializer, import_crontab,
+)
+from .services import pause_job, resume_job
+
+JOB_EXAMPLE = OpenApiExample(
+    "Nightly cron job",
+    request_only=True,
+    value={
+        "project": "0190f5c2-7d1e-7c1a-9b1e-2f3a4b5c6d7e",
+        "name": "Nightly report",
+        "schedule": {"type": "cron", "expression": "0 3 * * 1-5", "timezone": "Europe/Berlin"},
+        "request": {"url": "https://example.com/hooks/report", "method": "POST",
+                    "headers": {"X-Team": "data"}, "body": '{"job": "{{ job.id }}"}', "body_format": "json",
+                    "auth": {"type": "bearer", "token": "s3cr3t"}},
+        "retry": {"max_attempts": 3, "initial_delay_seconds": 10, "max_delay_seconds": 600},
+    },
+)
+PLAN_LIMIT_NOTE = (
+    " A schedule more frequent than the plan allows answers 402 `plan_limit` with `limit: "
+    "min_interval_seconds`, `reason: interval_too_short` and the cheapest `plan` that allows it; below "
+    "what any plan allows it answers 400 `interval_too_short`."
+)
+
+
+def runs_payload(schedule, runs):
+    zone = ZoneInfo(schedule.timezone)
+    return {
+        "runs": [{"at": format_instant(run), "local": run.astimezone(zone).isoformat()} for run in runs],
+        "description": describe(schedule),
+    }
+
+
+class JobFilter(django_filters.FilterSet):
+    project = django_filters.UUIDFilter(field_name="project_id")
+    tag = django_filters.CharFilter(method="filter_tag", help_text="Jobs carrying this tag.")
+    search = django_filters.CharFilter(method="filter_search", help_text="Part of a name or a tag.")
+
+    class Meta:
+        model = Job
+        fields = ["project", "enabled", "schedule_type", "last_status", "region"]
+
+    def filter_tag(self, queryset, name, value):
+        # Matched in the JSON text so it also works on SQLite (embedded mode) without JSON operators.
+        quoted = json.dumps(value, ensure_ascii=False)  # the tag as it appears in the JSON text
+        return queryset.alias(tags_text=Cast("tags", TextField())).filter(tags_text__contains=quoted)
+
+    def filter_search(self, queryset, name, value):
+        return queryset.alias(tags_text=Cast("tags", TextField())).filter(
+            Q(name__icontains=value) | Q(tags_text__icontains=value))
+
+
+@extend_schema_view(
+    create=extend_schema(
+        examples=[JOB_EXAMPLE],
+        parameters=[OpenApiParameter(idempotency.HEADER, str, OpenApiParameter.HEADER, description=(
+            "Optional. A retry with the same key (and body) within 24 h returns the first result "
+            "instead of creating a second job; a different body answers 409 idempotency_key_reused.")),
+            OpenApiParameter("Idempotent-Replayed", str, OpenApiParameter.HEADER, response=[201],
+                             description="`true` when this is the stored result of an earlier request.")],
+        description="Create a job. Refused with 402 `plan_limit` past max_jobs, max_timeout_seconds or "
+                    "max_attempts." + PLAN_LIMIT_NOTE,
+    ),
+    update=extend_schema(examples=[JOB_EXAMPLE], description=(
+        "Replace a job. Optional fields left out keep their values; request.auth left out (or sent back "
+        "masked as returned) keeps the stored credentials." + PLAN_LIMIT_NOTE)),
+    partial_update=extend_schema(description="Change some fields; request.auth omitted keeps the stored "
+                                             "credentials." + PLAN_LIMIT_NOTE),
+    pause=extend_schema(request=EmptySerializer, responses=JobSerializer),
+    resume=extend_schema(request=EmptySerializer, responses=JobSerializer,
+                         description="Resume from now: runs missed while paused are not caught up."),
+    trigger=extend_schema(request=EmptySerializer, responses={202: ExecutionSerializer},
+                          description="Run the job now, outside its schedule."),
+    next_runs=extend_schema(parameters=[NextRunsQuerySerializer], responses=RunsSerializer),
+    executions=extend_schema(responses=ExecutionSerializer(many=True), filters=True),
+    import_crontab=extend_schema(request=ImportCrontabSerializer, responses={200: ImportResultSerializer,
+                                                                             201: ImportResultSerializer}),
+)
+class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
+    queryset = Job.objects.none()  # for the schema; get_queryset scopes the real one
+    serializer_class = JobSerializer
+    filter_backends = [DjangoFilterBackend, filters.OrderingFilter]
+    filterset_class = JobFilter
+    ordering_fields = ["name", "created_at", "updated_at", "next_run_at"]
+    ordering = ["name", "id"]
+
+    def get_queryset(self):
+        jobs = Job.objects.for_organization(self.actor.organization).select_related("project", "organization__plan")
+        return self.actor.scope_to_projects(jobs)
+
+    def get_object(self):
+        # The list's filters (?enabled=..., the executions filters) never hide the job itself.
+        job = get_object_or_404(self.get_queryset(), pk=self.kwargs["pk"])
+        self.check_object_permissions(self.request, job)
+        return job
+
+    def create(self, request, *args, **kwargs):
+        return idempotency.run_once(request, "jobs.create", lambda: super(JobViewSet, self).create(
+            request, *args, **kwargs))
+
+    def perform_create(self, serializer):
+        job = serializer.save()
+        self.audit("job.create", job, {"name": job.name})
+
+    def perform_update(self, serializer):
+        fields = sorted(serializer.initial_data) if isinstance(serializer.initial_data, dict) else []
+        job = serializer.save()
+        self.audit("job.update", job, {"fields": fields})
+
+    def perform_destroy(self, job):
+        self.audit("job.delete", job, {"name": job.name})
+        job.delete()
+
+    @action(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        job = self.get_object()
+        self._no_body()
+        pause_job(job, reason="paused through the API")
+        self.audit("job.pause", job)
+        return Response(JobSerializer(job, context=self.get_serializer_context()).data)
+
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        job = self.get_object()
+        self._no_body()
+        resume_job(job)
+        self.audit("job.resume", job)
+        return Response(JobSerializer(job, context=self.get_serializer_context()).data)
+
+    @action(detail=True, methods=["post"])
+    def trigger(self, request, pk=None):
+        job = self.get_object()
+        self._no_body()
+        execution = trigger_now(job)
+        self.audit("job.trigger", job, {"execution": str(execution.pk)})
+        return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)
+
+    @action(detail=True, methods=["get"], url_path="next-runs", filter_backends=[], pagination_class=None)
+    def next_runs(self, request, pk=None):
+        job = self.get_object()
+        query = NextRunsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        after = query.validated_data.get("after") or timezone.now()
+        schedule = job_schedule(job)
+        runs = next_runs(schedule, after, query.validated_data["count"], start_at=job.start_at, end_at=job.end_at)
+        return Response(runs_payload(schedule, runs))
+
+    @action(detail=True, methods=["get"], filter_backends=[DjangoFilterBackend],
+            filterset_class=ExecutionFilter, pagination_class=ExecutionCursorPagination,
+            queryset=Execution.objects.none())  # tells the schema what the filters apply to
+    def executions(self, request, pk=None):
+        job = self.get_object()
+        executions = self.filter_queryset(Execution.objects.for_organization(self.actor.organization)
+                                          .filter(job=job))
+        page = self.paginate_queryset(executions)
+        return self.get_paginated_response(ExecutionSerializer(page, many=True).data)
+
+    @action(detail=False, methods=["post"], url_path="import-crontab", filter_backends=[], pagination_class=None)
+    def import_crontab(self, request):
+        serializer = ImportCrontabSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        result = import_crontab(**serializer.validated_data, context=self.get_serializer_context())
+        created = [str(job["id"]) for job in result["jobs"] if job["id"]]
+        if created:
+            self.audit("job.import_crontab", serializer.validated_data["project"], {"created": created})
+        return Response(ImportResultSerializer(result).data, status=201 if created else 200)
+
+    def _no_body(self):
+        EmptySerializer(data=self.request.data or {}).is_valid(raise_exception=True)
+
+
+class SchedulePreviewViewSet(ApiViewMixin, viewsets.GenericViewSet):
+    """Runs of a schedule that is not saved yet."""
+
+    serializer_class = SchedulePreviewSerializer
+    required_roles = {"preview": Role.VIEWER}
+    filter_backends = []
+    pagination_class = None
+
+    @extend_schema(responses=RunsSerializer)
+    @action(detail=False, methods=["post"])
+    def preview(self, request):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        schedule, after = data["schedule"], data.get("after") or timezone.now()
+        window = {"start_at": data.get("start_at"), "end_at": data.get("end_at")}
+        try:
+            validate_preview(schedule, after, **window)
+        except ScheduleError as exc:
+            raise schedule_error_at_root(exc) from None
+        return Response(runs_payload(schedule, next_runs(schedule, after, data["count"], **window)))
+
+
+def validate_preview(schedule, after, **window):
+    """Refuse schedules that cannot fire (in the window, after ``after``); no plan check."""
+    validate_schedule(schedule, now=after, min_interval_seconds=0, **window)
+
+
+def schedule_error_at_root(exc):
+    return ValidationError({exc.field: [ErrorDetail(exc.message, code=exc.code)]})

@@ -1,0 +1,476 @@
+"""The job's API shape (also used by the web pages) and the schedule preview/import inputs.
+
+The job is flat in the database and nested in the API: ``schedule``, ``request``,
+``retry`` and ``success`` are views onto model fields (``source="*"``). Validation that
+needs the whole job lives in apps.jobs.validation; here it is only wired in and its
+refusals turned into API errors.
+"""
+
+import copy
+from collections.abc import Mapping
+
+from django.db import transaction
+from django.utils import timezone
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+
+from apps.accounts.api.base import StrictModelSerializer, StrictSerializer
+from apps.accounts.api.errors import PlanLimitExceeded, error_body
+from apps.accounts.models import Organization
+from apps.projects.models import Project
+from cronsvc.schedules import ScheduleError, describe, parse_crontab, parse_schedule, schedule_to_dict
+
+from . import validation
+from .models import Job
+from .scheduling import job_schedule
+from .services import pause_job, reschedule, resume_job
+
+MASK = "••••"
+SECRET_KEYS = {"basic": ("username", "password"), "bearer": ("token",)}
+MAX_RUNS = 100
+
+
+def schedule_error(exc):
+    """A ScheduleError as a DRF error keyed by its path below ``schedule``."""
+    detail = ErrorDetail(exc.message, code=exc.code)
+    sub = exc.field.removeprefix("schedule").lstrip(".")
+    return serializers.ValidationError({sub: [detail]} if sub else [detail])
+
+
+def plan_limit_error(exc):
+    return PlanLimitExceeded(exc.message, limit=exc.limit, plan=exc.plan, field=exc.field, reason=exc.reason)
+
+
+# --- schedule -------------------------------------------------------------------------
+
+
+class CronScheduleSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["cron"])
+    expression = serializers.CharField(help_text="5 fields or an @macro, e.g. `0 3 * * 1-5`.")
+    timezone = serializers.CharField(required=False, help_text="IANA name; default: the project's timezone.")
+
+
+class IntervalScheduleSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["interval"])
+    seconds = serializers.IntegerField(min_value=1, max_value=366 * 86400)
+    timezone = serializers.CharField(required=False, help_text="For display only.")
+    anchor = serializers.DateTimeField(
+        required=False, write_only=True,
+        help_text="Schedule preview only: runs fall on anchor + k·seconds. A job's runs count from its "
+                  "start_at (or its creation); sending anchor for a job is an error.")
+
+
+class OnceScheduleSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["once"])
+    at = serializers.DateTimeField(help_text="An instant with an offset or Z.")
+    timezone = serializers.CharField(required=False, help_text="For display only.")
+
+
+SCHEDULE_SCHEMA = PolymorphicProxySerializer(
+    component_name="Schedule",
+    serializers={"cron": CronScheduleSerializer, "interval": IntervalScheduleSerializer,
+                 "once": OnceScheduleSerializer},
+    resource_type_field_name="type",
+)
+
+
+@extend_schema_field(SCHEDULE_SCHEMA)
+class ScheduleField(serializers.Field):
+    """The job's schedule <-> schedule_type, cron_expression, interval_seconds, run_at, timezone.
+
+    Without a timezone, ``timezone`` comes back None: the serializer fills in the
+    project's timezone once it knows the project.
+    """
+
+    allow_anchor = False
+
+    def to_representation(self, job):
+        data = schedule_to_dict(job_schedule(job))
+        data.pop("anchor", None)  # a job's interval counts from start_at or creation
+        return data
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping) and "anchor" in data and not self.allow_anchor:
+            raise serializers.ValidationError({"anchor": [ErrorDetail(
+                "schedule.anchor: a job's interval counts from its start_at (or its creation); set start_at instead.",
+                code="invalid_schedule")]})
+        try:
+            schedule = parse_schedule(data)
+        except ScheduleError as exc:
+            raise schedule_error(exc) from None
+        return to_model_fields(schedule, timezone_given=data.get("timezone") is not None)
+
+
+def to_model_fields(schedule, *, timezone_given=True):
+    data = schedule_to_dict(schedule)
+    kind = data["type"]
+    return {
+        "schedule_type": kind,
+        "cron_expression": data.get("expression", ""),
+        "interval_seconds": data.get("seconds"),
+        "run_at": schedule.at if kind == "once" else None,
+        "timezone": data["timezone"] if timezone_given else None,
+    }
+
+
+# --- request --------------------------------------------------------------------------
+
+
+class BasicAuthSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["basic"])
+    username = serializers.CharField()
+    password = serializers.CharField(help_text=f"Write-only: responses show `{MASK}`.")
+
+
+class BearerAuthSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["bearer"])
+    token = serializers.CharField(help_text=f"Write-only: responses show `{MASK}`.")
+
+
+@extend_schema_field(PolymorphicProxySerializer(
+    component_name="RequestAuth", serializers={"basic": BasicAuthSerializer, "bearer": BearerAuthSerializer},
+    resource_type_field_name="type"))
+class AuthField(serializers.Field):
+    """Credentials, never shown back: secrets read as ``••••``. Sending ``••••`` again
+    (a read-modify-write round trip) keeps the stored secret; null removes the auth."""
+
+    def to_representation(self, auth):
+        if not auth:
+            return None
+        masked = {key: value for key, value in auth.items() if key in ("type", "username")}
+        masked.update({key: MASK for key in SECRET_KEYS.get(auth.get("type"), ()) if key != "username"})
+        return masked
+
+    def to_internal_value(self, data):
+        if not isinstance(data, Mapping) or data.get("type") not in SECRET_KEYS:
+            raise serializers.ValidationError({"type": [ErrorDetail(
+                'Give {"type": "basic", "username", "password"} or {"type": "bearer", "token"}.',
+                code="invalid_auth")]})
+        allowed = {"type", *SECRET_KEYS[data["type"]]}
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise serializers.ValidationError({k: [ErrorDetail("Unknown field.", code="unknown_field")]
+                                               for k in unknown})
+        return {key: data.get(key) for key in sorted(allowed)}
+
+
+class RequestSpecSerializer(StrictSerializer):
+    url = serializers.CharField(max_length=2048, help_text="http(s) URL; private addresses are refused.")
+    method = serializers.ChoiceField(choices=Job.Method.choices, required=False, help_text="Default GET.")
+    headers = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=8192),
+        required=False, help_text="Custom headers; cronsvc's own (X-Cronsvc-*, webhook-*) are reserved.")
+    body = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=65536, required=False,
+                                 help_text="May use {{ job.id }}, {{ execution.id }}, {{ scheduled_for }}, ...")
+    body_format = serializers.ChoiceField(choices=Job.BodyFormat.choices, required=False, help_text="Default raw.")
+    timeout_seconds = serializers.IntegerField(min_value=1, max_value=300, required=False,
+                                               help_text="Default 30; at most the plan's max_timeout_seconds.")
+    follow_redirects = serializers.BooleanField(required=False, help_text="Default false.")
+    auth = AuthField(required=False, allow_null=True,
+                     help_text=f"Basic or bearer credentials; secrets are write-only (shown as `{MASK}`); "
+                               "omit to keep, null to remove.")
+
+
+class JobRetrySerializer(StrictSerializer):
+    max_attempts = serializers.IntegerField(min_value=1, max_value=100, required=False,
+                                            help_text="Including the first; at most the plan's max_attempts.")
+    initial_delay_seconds = serializers.IntegerField(source="retry_initial_delay_seconds", min_value=1,
+                                                     max_value=86400, required=False)
+    max_delay_seconds = serializers.IntegerField(source="retry_max_delay_seconds", min_value=1,
+                                                 max_value=7 * 86400, required=False)
+    multiplier = serializers.FloatField(source="retry_multiplier", min_value=1.0, max_value=10.0, required=False)
+    retry_on_timeout = serializers.BooleanField(required=False)
+
+
+class JobSuccessSerializer(StrictSerializer):
+    status_codes = serializers.CharField(source="success_status_codes", max_length=200, required=False,
+                                         help_text='Codes and ranges, e.g. "200-299, 304". Default 200-299.')
+    body_contains = serializers.CharField(source="success_body_contains", max_length=500, allow_blank=True,
+                                          required=False)
+    body_regex = serializers.CharField(source="success_body_regex", max_length=500, allow_blank=True,
+                                       required=False)
+
+
+# --- the job --------------------------------------------------------------------------
+
+
+class ProjectField(serializers.PrimaryKeyRelatedField):
+    """A project the caller reaches; any other id reads as "does not exist"."""
+
+    def get_queryset(self):
+        actor = self.context.get("actor")
+        return actor.projects() if actor is not None else Project.objects.none()
+
+
+class JobSerializer(StrictModelSerializer):
+    project = ProjectField(queryset=Project.objects.none())
+    tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=50, required=False)
+    schedule = ScheduleField(source="*")
+    request = RequestSpecSerializer(source="*")
+    retry = JobRetrySerializer(source="*", required=False)
+    success = JobSuccessSerializer(source="*", required=False)
+    region = serializers.CharField(max_length=40, allow_blank=True, required=False,
+                                   help_text="One of the operator's regions, or empty for any.")
+    description_human = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "project", "name", "description", "tags", "enabled", "schedule", "start_at", "end_at",
+            "jitter_seconds", "request", "retry", "success", "misfire_policy", "misfire_grace_seconds",
+            "overlap_policy", "region", "next_run_at", "last_run_at", "last_status", "consecutive_failures",
+            "paused_reason", "disabled_reason", "expired_at", "description_human", "created_at", "updated_at",
+        ]
+        read_only_fields = [
+            "id", "next_run_at", "last_run_at", "last_status", "consecutive_failures", "paused_reason",
+            "disabled_reason", "expired_at", "created_at", "updated_at",
+        ]
+        extra_kwargs = {
+            "jitter_seconds": {"max_value": 86400, "help_text": "Each run is due up to this much later "
+                                                                 "(a stable offset per job)."},
+            "misfire_grace_seconds": {"max_value": 7 * 86400},
+        }
+
+    def get_description_human(self, job) -> str:
+        return describe(job_schedule(job))
+
+    # -- validation
+
+    @property
+    def now(self):
+        return self.context.get("now") or timezone.now()
+
+    def validate(self, attrs):
+        project = attrs.get("project") or self.instance.project
+        if attrs.get("timezone", "") is None:
+            attrs["timezone"] = project.timezone
+        if "auth" in attrs:
+            attrs["auth"] = self._keep_masked_secrets(attrs["auth"])
+        job = self._candidate(attrs)
+        try:
+            validation.validate_job(job, plan=self.context["actor"].organization.plan, now=self.now,
+                                    changed=self._changed(attrs))
+        except validation.JobInvalid as exc:
+            raise serializers.ValidationError(
+                {p.field: [ErrorDetail(p.message, code=p.code)] for p in exc.problems}) from None
+        except validation.PlanLimit as exc:
+            raise plan_limit_error(exc) from None
+        return attrs
+
+    def _keep_masked_secrets(self, auth):
+        """``••••`` stands for the stored secret of the same auth type."""
+        if auth is None:
+            return None
+        stored = (self.instance.auth if self.instance else None) or {}
+        for key in SECRET_KEYS[auth["type"]]:
+            if auth.get(key) == MASK:
+                if stored.get("type") != auth["type"] or key not in stored:
+                    raise serializers.ValidationError({f"request.auth.{key}": [ErrorDetail(
+                        f"Give the {key}; '{MASK}' only stands for a stored one.", code="invalid_auth")]})
+                auth[key] = stored[key]
+        return auth
+
+    def _candidate(self, attrs):
+        job = copy.copy(self.instance) if self.instance else Job()
+        for name, value in attrs.items():
+            setattr(job, name, value)
+        job.organization_id = job.project.organization_id
+        return job
+
+    def _changed(self, attrs):
+        if self.instance is None:
+            return validation.ALL_FIELDS
+        return frozenset(name for name, value in attrs.items() if getattr(self.instance, name) != value)
+
+    # -- saving
+
+    def create(self, validated_data):
+        actor = self.context["actor"]
+        with transaction.atomic():
+            # The row lock serialises concurrent creates, so the count below stays true.
+            organization = Organization.objects.select_for_update().get(pk=actor.organization.pk)
+            try:
+                validation.check_job_quota(organization, actor.organization.plan)
+            except validation.PlanLimit as exc:
+                raise plan_limit_error(exc) from None
+            job = Job(**validated_data, organization=organization)
+            reschedule(job, now=self.now)
+            job.save()
+        return job
+
+    def update(self, job, validated_data):
+        enabled = validated_data.pop("enabled", job.enabled)
+        changed = self._changed(validated_data)
+        for name, value in validated_data.items():
+            setattr(job, name, value)
+        job.organization_id = job.project.organization_id
+        if changed & (validation.SCHEDULE_FIELDS | {"jitter_seconds"}):
+            reschedule(job, now=self.now)
+        with transaction.atomic():
+            job.save()
+            if enabled and not job.enabled:
+                resume_job(job, now=self.now)
+            elif job.enabled and not enabled:
+                pause_job(job)
+        return job
+
+
+# --- schedule preview, next runs, crontab import -------------------------------------
+
+
+class CountField(serializers.IntegerField):
+    """1..100, refused with the stable code ``invalid_count``."""
+
+    def __init__(self, **kwargs):
+        super().__init__(min_value=1, max_value=MAX_RUNS, default=5, help_text="How many runs, 1 to 100.", **kwargs)
+
+    def to_internal_value(self, data):
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError:
+            raise serializers.ValidationError("Give a whole number from 1 to 100.", code="invalid_count") from None
+
+    def run_validators(self, value):
+        try:
+            super().run_validators(value)
+        except serializers.ValidationError:
+            raise serializers.ValidationError("Give a whole number from 1 to 100.", code="invalid_count") from None
+
+
+def refuse_out_of_range(**instants):
+    problems = validation.instant_problems(**instants)
+    if problems:
+        raise serializers.ValidationError({p.field: [ErrorDetail(p.message, code=p.code)] for p in problems})
+
+
+class NextRunsQuerySerializer(serializers.Serializer):
+    count = CountField()
+    after = serializers.DateTimeField(required=False, help_text="Default: now.")
+
+    def validate(self, attrs):
+        refuse_out_of_range(after=attrs.get("after"))
+        return attrs
+
+
+class PreviewScheduleField(ScheduleField):
+    allow_anchor = True
+
+    def to_internal_value(self, data):
+        try:
+            return parse_schedule(data)
+        except ScheduleError as exc:
+            raise schedule_error(exc) from None
+
+
+class SchedulePreviewSerializer(StrictSerializer):
+    schedule = PreviewScheduleField(help_text="Without timezone: UTC. Interval schedules may give an anchor.")
+    count = CountField()
+    after = serializers.DateTimeField(required=False, help_text="Default: now.")
+    start_at = serializers.DateTimeField(required=False, allow_null=True)
+    end_at = serializers.DateTimeField(required=False, allow_null=True)
+
+    def validate(self, attrs):
+        schedule = attrs["schedule"]
+        refuse_out_of_range(**{
+            "schedule.at": getattr(schedule, "at", None), "schedule.anchor": getattr(schedule, "anchor", None),
+            "after": attrs.get("after"), "start_at": attrs.get("start_at"), "end_at": attrs.get("end_at")})
+        return attrs
+
+
+class RunSerializer(serializers.Serializer):
+    at = serializers.CharField(help_text="UTC, ISO 8601 with Z.")
+    local = serializers.CharField(help_text="The same instant in the schedule's timezone, with its offset.")
+
+
+class RunsSerializer(serializers.Serializer):
+    runs = RunSerializer(many=True)
+    description = serializers.CharField()
+
+
+class ImportCrontabSerializer(StrictSerializer):
+    crontab = serializers.CharField(trim_whitespace=False, help_text="At most 1000 lines and 64 KiB.")
+    project = ProjectField(queryset=Project.objects.none())
+    dry_run = serializers.BooleanField(default=True, help_text="true (default): only report what would be created.")
+
+
+class ImportedJobSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    id = serializers.UUIDField(allow_null=True, help_text="The created job; null on a dry run.")
+    name = serializers.CharField()
+    schedule = serializers.JSONField()
+    request = serializers.JSONField()
+    description_human = serializers.CharField()
+
+
+class CrontabLineErrorSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    text = serializers.CharField(allow_blank=True)
+    code = serializers.CharField(help_text="not_http, unparseable_command, invalid_cron, unknown_timezone, "
+                                           "a job validation code, or plan_limit.")
+    reason = serializers.CharField()
+
+
+class ImportResultSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    jobs = ImportedJobSerializer(many=True)
+    errors = CrontabLineErrorSerializer(many=True)
+
+
+def import_crontab(*, crontab, project, dry_run, context):
+    """Validate every job line of a crontab like a POST /jobs/ would, and create the
+    valid ones unless ``dry_run``. Returns ImportResultSerializer data."""
+    try:
+        parsed = parse_crontab(crontab, default_timezone=project.timezone)
+    except ScheduleError as exc:
+        raise serializers.ValidationError({"crontab": [ErrorDetail(exc.message, code=exc.code)]}) from None
+    lines = crontab.splitlines()
+    errors = [{"line": e.line, "text": e.text, "code": e.code, "reason": e.reason} for e in parsed.errors]
+    accepted = []
+    for imported in parsed.jobs:
+        body = {"project": project.pk, "name": imported.name or f"crontab line {imported.line}",
+                "schedule": imported.schedule, "request": imported.request}
+        code, reason = _validate_line(JobSerializer(data=body, context=context))
+        if code is None:
+            accepted.append((imported, body))
+        else:
+            errors.append({"line": imported.line, "text": lines[imported.line - 1], "code": code, "reason": reason})
+    with transaction.atomic():
+        accepted, refused = _within_quota(accepted, context["actor"], lines)
+        jobs = [_imported(imported, body, None if dry_run else _create(body, context))
+                for imported, body in accepted]
+    return {"dry_run": dry_run, "jobs": jobs, "errors": sorted(errors + refused, key=lambda e: e["line"])}
+
+
+def _validate_line(serializer):
+    """(None, None) when valid, else (code, reason) of the first problem."""
+    try:
+        if serializer.is_valid():
+            return None, None
+        error = error_body(serializers.ValidationError(serializer.errors))
+    except PlanLimitExceeded as exc:
+        error = error_body(exc)
+    return error["code"], error["message"]
+
+
+def _within_quota(accepted, actor, lines):
+    """Split the lines the plan's max_jobs leaves room for from the rest (locks the organization)."""
+    organization = Organization.objects.select_for_update().get(pk=actor.organization.pk)
+    plan = actor.organization.plan
+    room = max(0, plan.max_jobs - Job.objects.for_organization(organization).count())
+    refused = [{"line": imported.line, "text": lines[imported.line - 1], "code": "plan_limit",
+                "reason": f"Your plan ({plan.name}) allows {plan.max_jobs} jobs; this one would exceed it."}
+               for imported, _ in accepted[room:]]
+    return accepted[:room], refused
+
+
+def _create(body, context):
+    serializer = JobSerializer(data=body, context=context)
+    serializer.is_valid(raise_exception=True)
+    return serializer.save()
+
+
+def _imported(imported, body, job):
+    schedule = job_schedule(job) if job else parse_schedule(imported.schedule)
+    return {"line": imported.line, "id": job.pk if job else None, "name": body["name"],
+            "schedule": imported.schedule, "request": imported.request, "description_human": describe(schedule)}

@@ -1,0 +1,93 @@
+"""Schemathesis against our own OpenAPI schema, in process (WSGI app, the test database):
+no generated request, valid or not, may cause a 5xx, a response that breaks the schema,
+or an undocumented content type.
+
+Operations are split by resource so pytest-xdist spreads them over workers; examples per
+operation are bounded and derandomized so the run takes about a minute and is repeatable.
+"""
+
+import pytest
+import schemathesis
+from django.core import signals
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
+
+from apps.accounts.models import AuditEvent, Membership, User
+from apps.executions.models import Execution
+from apps.projects.provisioning import create_api_key
+from tests.conftest import utc
+
+CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
+RESOURCES = ["projects", "jobs", "schedules", "executions", "dead-letter", "api-keys", "members", "audit-events"]
+EXAMPLES = 8
+
+
+@pytest.fixture
+def world(make_tenant, make_job):
+    """An enterprise tenant (its rate limit is out of the way) with one of everything."""
+    tenant = make_tenant(plan="enterprise")
+    job = make_job(tenant)
+    dead = Execution.objects.create(job=job, organization=tenant.organization, status="dead",
+                                    scheduled_for=utc(2027, 1, 1))
+    spare_key, _ = create_api_key(tenant.organization, "spare")
+    member = User.objects.create_user(email="fuzz-member@example.com")
+    Membership.objects.create(user=member, organization=tenant.organization, role="developer")
+    event = AuditEvent.objects.create(organization=tenant.organization, action="seed")
+    ids = {"projects": tenant.project.pk, "jobs": job.pk, "executions": dead.pk, "dead-letter": dead.pk,
+           "api-keys": spare_key.pk, "members": member.pk, "audit-events": event.pk}
+    return tenant, {name: str(pk) for name, pk in ids.items()}
+
+
+@pytest.fixture
+def wsgi_app():
+    """The real WSGI app, minus closing the DB connection per request (as Django's test client
+    does): the test's transaction lives on that connection."""
+    for signal in (signals.request_started, signals.request_finished):
+        signal.disconnect(close_old_connections)
+    yield get_wsgi_application()
+    for signal in (signals.request_started, signals.request_finished):
+        signal.connect(close_old_connections)
+
+
+@pytest.fixture
+def api_schema(world, wsgi_app):
+    return schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", wsgi_app)
+
+
+def operations(api_schema, resource):
+    prefix = f"/api/v1/{resource}/"
+    return [op for op in (r.ok() for r in api_schema.get_all_operations()) if op.path.startswith(prefix)]
+
+
+def fuzz(strategy, headers):
+    @given(case=strategy)
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    def run(case):
+        case.call_and_validate(headers=headers, checks=CHECKS)
+
+    run()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resource", RESOURCES)
+def test_api_conforms_to_its_schema(api_schema, world, resource):
+    tenant, ids = world
+    headers = {"Authorization": f"Bearer {tenant.full_api_key}"}
+    found = operations(api_schema, resource)
+    assert found, resource
+    for operation in found:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            fuzz(operation.as_strategy(mode), headers)
+        if "{id}" in operation.path:  # also on a real object, not only on random ids
+            fuzz(operation.as_strategy(GenerationMode.POSITIVE, path_parameters={"id": ids[resource]}), headers)
+
+
+def test_every_operation_is_fuzzed(api_schema):
+    every = {op.label for op in (r.ok() for r in api_schema.get_all_operations())}
+    covered = {op.label for resource in RESOURCES for op in operations(api_schema, resource)}
+    assert every == covered
