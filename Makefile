@@ -6,7 +6,7 @@ PORT   ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cronsvc
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test install install-dev services bench clean
+.PHONY: run test install install-dev services browser bench clean
 
 # Install only when the requirement files change (a stamp per file set).
 $(BIN)/.base-installed: requirements/base.txt
@@ -30,12 +30,16 @@ run: install
 	PORT=$(PORT) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile.embedded
 
 ## make test: the whole suite on real PostgreSQL and Redis (started if not running).
-test: install-dev services
+test: install-dev services browser
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=test-only-not-secret \
 		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
 services:
 	scripts/ensure-services.sh
+
+# The browser tests drive Debian's Chromium (Playwright's own browser download does not work here).
+browser:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
 bench: install-dev services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=bench-only \

@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "apps.projects",
     "apps.jobs",
     "apps.executions",
+    "apps.web",
 ]
 
 MIDDLEWARE = [
@@ -149,7 +150,27 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+# The customers' pages (apps.web); the operators' admin has its own login page.
+LOGIN_URL = "web:login"
+LOGIN_REDIRECT_URL = "web:dashboard"
+LOGOUT_REDIRECT_URL = "web:login"
+# Failed logins allowed per client IP and per account in LOGIN_RATE_WINDOW seconds; past
+# either, the login form refuses until the window ends (counted in the "web" cache).
+LOGIN_FAILURES_PER_IP = env_int("LOGIN_FAILURES_PER_IP", 20)
+LOGIN_FAILURES_PER_ACCOUNT = env_int("LOGIN_FAILURES_PER_ACCOUNT", 5)
+LOGIN_RATE_WINDOW = env_int("LOGIN_RATE_WINDOW", 900)
+# "Test run now" requests one user may send per minute from the job form.
+TEST_RUNS_PER_MINUTE = env_int("TEST_RUNS_PER_MINUTE", 10)
+
+# --- E-mail (password reset, invitations). Embedded mode prints mails on the console;
+# EMAIL_URL (SMTP settings in one URL) is left to the observability issue.
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if EMBEDDED else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "cronsvc <noreply@localhost>")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -158,6 +179,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
@@ -182,9 +204,10 @@ REDIS_URL = env_str("REDIS_URL")
 
 def _filesystem_broker_options():
     folder = VAR_DIR / "broker"
-    for sub in ("queue", "processed"):
+    for sub in ("queue", "processed", "control"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     return {
+        "control_folder": str(folder / "control"),
         "data_folder_in": str(folder / "queue"),
         "data_folder_out": str(folder / "queue"),
         "processed_folder": str(folder / "processed"),
@@ -206,6 +229,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 4)
+# Without it Celery's Django fix-up closes a worker thread's database connection before and
+# after every task (a new PostgreSQL connection per task); with it, once in N tasks. Broken
+# and CONN_MAX_AGE-expired connections are closed before each task (apps/executions/tasks.py).
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing must fail fast when the broker is down: the sweeper re-publishes later.
@@ -289,6 +316,13 @@ CACHES = {
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
          "KEY_PREFIX": "cronsvc-api"}
         if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "api"}
+    ),
+    # The web pages' counters (login attempts, test runs): Redis shared by every web
+    # process; embedded mode runs one web process, so its memory is enough.
+    "web": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+         "KEY_PREFIX": "cronsvc-web"}
+        if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "web"}
     ),
 }
 

@@ -17,6 +17,8 @@ urlpatterns = [
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/", include("config.api_urls")),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The customers' pages: sign-up, log-in, password reset, dashboard, jobs, settings.
+    path("", include("apps.web.urls")),
 ]
 
 # Under /api/ even Django's own error pages answer in the API's JSON error format; elsewhere

@@ -1,0 +1,285 @@
+"""The job form of the web pages, as a translation to and from the API's job shape.
+
+The pages do not validate jobs themselves: ``job_data`` turns the posted form into the
+dict that JobSerializer takes (the body of POST /api/v1/jobs/), the serializer runs the
+same validation as the API, and ``form_errors`` puts its messages beside the fields.
+``form_values`` goes the other way, from a saved job to the form's values.
+"""
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from apps.accounts.api.errors import flatten
+from cronsvc.schedules.localtime import load_zone
+
+from .models import Job
+from .serializers import MASK
+
+# Form field <- API path (the longest matching prefix wins).
+API_PATH_TO_FIELD = {
+    "project": "project", "name": "name", "description": "description", "tags": "tags",
+    "schedule": "schedule_mode", "schedule.type": "schedule_mode",
+    "schedule.expression": "cron_expression", "schedule.seconds": "every_n", "schedule.at": "once_at",
+    "schedule.timezone": "timezone", "schedule.anchor": "start_at", "timezone": "timezone",
+    "start_at": "start_at", "end_at": "end_at", "jitter_seconds": "jitter_seconds",
+    "request": "url", "request.url": "url", "request.method": "method", "request.headers": "headers",
+    "request.body": "body", "request.body_format": "body_format",
+    "request.timeout_seconds": "timeout_seconds", "request.follow_redirects": "follow_redirects",
+    "request.auth": "auth_type", "request.auth.type": "auth_type", "request.auth.username": "auth_username",
+    "request.auth.password": "auth_password", "request.auth.token": "auth_token",
+    "retry": "max_attempts", "retry.max_attempts": "max_attempts",
+    "retry.initial_delay_seconds": "retry_initial_delay_seconds",
+    "retry.max_delay_seconds": "retry_max_delay_seconds", "retry.multiplier": "retry_multiplier",
+    "retry.retry_on_timeout": "retry_on_timeout",
+    "success": "success_status_codes", "success.status_codes": "success_status_codes",
+    "success.body_contains": "success_body_contains", "success.body_regex": "success_body_regex",
+    "misfire_policy": "misfire_policy", "misfire_grace_seconds": "misfire_grace_seconds",
+    "overlap_policy": "overlap_policy", "region": "region",
+}
+UNITS = {"seconds": 1, "minutes": 60, "hours": 3600}
+LOCAL_FORMAT = "%Y-%m-%dT%H:%M"
+NON_FIELD = "__all__"
+
+
+def default_values(project=None):
+    """The form of a new job: the model's defaults, in the project's timezone."""
+    job = Job(project=project, timezone=getattr(project, "timezone", "UTC"))
+    values = form_values(job)
+    values.update(project=str(project.pk) if project else "", cron_expression="0 * * * *")
+    return values
+
+
+def form_values(job):
+    """A job as the form shows it. Secrets are never put back in the page."""
+    auth = job.auth or {}
+    schedule_mode, every_n, every_unit = "cron", "", "minutes"
+    if job.schedule_type == Job.ScheduleType.INTERVAL:
+        schedule_mode = "every"
+        seconds = job.interval_seconds or 0
+        every_unit = next((unit for unit in ("hours", "minutes") if seconds and seconds % UNITS[unit] == 0),
+                          "seconds")
+        every_n = str(seconds // UNITS[every_unit]) if seconds else ""
+    elif job.schedule_type == Job.ScheduleType.ONCE:
+        schedule_mode = "once"
+    return {
+        "project": str(job.project_id or ""),
+        "name": job.name, "description": job.description, "tags": ", ".join(job.tags or []),
+        "schedule_mode": schedule_mode, "cron_expression": job.cron_expression,
+        "every_n": every_n, "every_unit": every_unit,
+        "once_at": _local(job.run_at, job.timezone), "timezone": job.timezone,
+        "start_at": _local(job.start_at, job.timezone), "end_at": _local(job.end_at, job.timezone),
+        "jitter_seconds": str(job.jitter_seconds),
+        "method": job.method, "url": job.url, "headers": list((job.headers or {}).items()),
+        "body": job.body, "body_format": job.body_format,
+        "auth_type": auth.get("type", "none"), "auth_username": auth.get("username", ""),
+        "auth_password": "", "auth_token": "", "auth_stored": bool(auth),
+        "timeout_seconds": str(job.timeout_seconds), "follow_redirects": job.follow_redirects,
+        "max_attempts": str(job.max_attempts),
+        "retry_initial_delay_seconds": str(job.retry_initial_delay_seconds),
+        "retry_max_delay_seconds": str(job.retry_max_delay_seconds),
+        "retry_multiplier": _number(job.retry_multiplier), "retry_on_timeout": job.retry_on_timeout,
+        "success_status_codes": job.success_status_codes,
+        "success_body_contains": job.success_body_contains, "success_body_regex": job.success_body_regex,
+        "misfire_policy": job.misfire_policy, "misfire_grace_seconds": str(job.misfire_grace_seconds),
+        "overlap_policy": job.overlap_policy, "region": job.region,
+    }
+
+
+def posted_values(post, *, stored_auth=None):
+    """The form's values as posted (to show the form again with its errors)."""
+    values = {name: post.get(name, "") for name in API_PATH_TO_FIELD.values()}
+    values.update(
+        every_unit=post.get("every_unit", "minutes"), headers=_header_rows(post),
+        follow_redirects=_checked(post, "follow_redirects"), retry_on_timeout=_checked(post, "retry_on_timeout"),
+        auth_type=post.get("auth_type", "none"), auth_stored=bool(stored_auth),
+        auth_password="", auth_token="",  # a secret typed in is not echoed back into the page
+    )
+    return values
+
+
+def job_data(post, *, stored_auth=None, regions=()):
+    """The posted form as the body of POST /api/v1/jobs/ (a PUT when editing).
+
+    Values that do not parse are passed on as given, so the serializer refuses them with
+    the API's own message. ``stored_auth``: the job's saved credentials; a secret left
+    empty keeps the stored one (sent as the API's mask)."""
+    zone = post.get("timezone", "").strip()
+    data = {
+        "project": post.get("project", ""),
+        "name": post.get("name", "").strip(),
+        "description": post.get("description", ""),
+        "tags": [tag.strip() for tag in post.get("tags", "").split(",") if tag.strip()],
+        "schedule": _schedule(post, zone),
+        "start_at": local_instant(post.get("start_at", ""), zone),
+        "end_at": local_instant(post.get("end_at", ""), zone),
+        "jitter_seconds": _int(post.get("jitter_seconds", ""), 0),
+        "request": _request(post, stored_auth),
+        "retry": {
+            "max_attempts": _int(post.get("max_attempts", ""), 3),
+            "initial_delay_seconds": _int(post.get("retry_initial_delay_seconds", ""), 10),
+            "max_delay_seconds": _int(post.get("retry_max_delay_seconds", ""), 3600),
+            "multiplier": _float(post.get("retry_multiplier", ""), 2.0),
+            "retry_on_timeout": _checked(post, "retry_on_timeout"),
+        },
+        "success": {
+            "status_codes": post.get("success_status_codes", "").strip() or "200-299",
+            "body_contains": post.get("success_body_contains", ""),
+            "body_regex": post.get("success_body_regex", ""),
+        },
+        "misfire_policy": post.get("misfire_policy") or Job.MisfirePolicy.RUN_ONCE,
+        "misfire_grace_seconds": _int(post.get("misfire_grace_seconds", ""), 3600),
+        "overlap_policy": post.get("overlap_policy") or Job.OverlapPolicy.ALLOW,
+    }
+    if regions:
+        data["region"] = post.get("region", "")
+    return data
+
+
+def schedule_data(post):
+    """Only the schedule part of the form (for the live preview)."""
+    return _schedule(post, post.get("timezone", "").strip())
+
+
+def form_errors(detail):
+    """DRF error details (or the API's flat ``fields``) -> {form field: [messages]}.
+
+    The messages are the API's, less the ``path: `` prefix the field's label replaces."""
+    flat = flatten(detail)
+    errors = {}
+    for path, messages in flat.items():
+        field = field_for(path)
+        for message in messages:
+            message = str(message)
+            prefix = f"{path}: "
+            if field != NON_FIELD and message.startswith(prefix):
+                message = message[len(prefix):]
+            errors.setdefault(field, []).append(message)
+    return errors
+
+
+def field_for(path):
+    """The form field showing an error at the API path ``path``."""
+    parts = path.split(".")
+    while parts:
+        field = API_PATH_TO_FIELD.get(".".join(parts))
+        if field:
+            return field
+        parts.pop()
+    return NON_FIELD
+
+
+# --- helpers
+
+
+def _schedule(post, zone):
+    mode = post.get("schedule_mode", "cron")
+    timezone = zone or None
+    if mode == "every":
+        n, unit = post.get("every_n", "").strip(), post.get("every_unit", "minutes")
+        seconds = int(n) * UNITS.get(unit, 60) if n.isdigit() else n
+        return {"type": "interval", "seconds": seconds, "timezone": timezone}
+    if mode == "once":
+        return {"type": "once", "at": local_instant(post.get("once_at", ""), zone) or "", "timezone": timezone}
+    return {"type": "cron", "expression": post.get("cron_expression", "").strip(), "timezone": timezone}
+
+
+def _request(post, stored_auth):
+    request = {
+        "url": post.get("url", "").strip(),
+        "method": post.get("method") or "GET",
+        "headers": dict(_header_rows(post)),
+        "body": post.get("body", ""),
+        "body_format": post.get("body_format") or "raw",
+        "timeout_seconds": _int(post.get("timeout_seconds", ""), 30),
+        "follow_redirects": _checked(post, "follow_redirects"),
+        "auth": _auth(post, stored_auth),
+    }
+    if request["method"] in ("GET", "HEAD") and not request["body"].strip():
+        request["body"] = ""
+    return request
+
+
+def _auth(post, stored_auth):
+    kind = post.get("auth_type", "none")
+    stored = stored_auth or {}
+    if kind == "basic":
+        password = post.get("auth_password", "")
+        if not password and stored.get("type") == "basic":
+            password = MASK
+        return {"type": "basic", "username": post.get("auth_username", ""), "password": password}
+    if kind == "bearer":
+        token = post.get("auth_token", "")
+        if not token and stored.get("type") == "bearer":
+            token = MASK
+        return {"type": "bearer", "token": token}
+    return None
+
+
+def _header_rows(post):
+    """Header rows with a name; a row with only a value is kept so its error shows."""
+    names, values = post.getlist("header_name"), post.getlist("header_value")
+    rows = []
+    for name, value in zip(names, values + [""] * (len(names) - len(values))):
+        if name.strip() or value.strip():
+            rows.append((name.strip(), value.strip()))
+    return rows
+
+
+def local_instant(text, zone):
+    """A datetime-local value read in ``zone`` -> ISO 8601 in UTC; empty -> None.
+    Anything unreadable is passed on for the API to refuse."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    try:
+        naive = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    if naive.tzinfo is not None:
+        return naive.isoformat()
+    try:
+        tz = load_zone(zone or "UTC", "timezone")
+    except Exception:  # the schedule's timezone error is reported on its own field
+        tz = ZoneInfo("UTC")
+    return naive.replace(tzinfo=tz).isoformat()
+
+
+def _local(value, zone):
+    """A stored instant as a datetime-local value in ``zone``; with its seconds when it has
+    some, so saving the form unchanged does not move it."""
+    if value is None:
+        return ""
+    try:
+        local = value.astimezone(ZoneInfo(zone))
+    except Exception:
+        local = value
+    return local.strftime(LOCAL_FORMAT + (":%S" if local.second else ""))
+
+
+def _int(text, default):
+    text = str(text).strip()
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _float(text, default):
+    text = str(text).strip()
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _number(value):
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _checked(post, name):
+    return post.get(name) in ("on", "true", "1")
+

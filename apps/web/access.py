@@ -1,0 +1,69 @@
+"""Who is looking at a page: the logged-in user's membership as the API's Actor.
+
+The pages use the same Actor, roles and project scoping as the REST API
+(apps.accounts.api.actor): a session user acts in one organization at a time, the one
+chosen with the switcher (kept in the session under the key the API reads too).
+"""
+
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import render
+
+from apps.accounts.api.actor import RANK, Role, actor_for_membership, membership_for
+from apps.accounts.models import Membership
+
+SESSION_KEY = "organization_id"  # also read by apps.accounts.api.permissions
+
+__all__ = ["Role", "RANK", "member_view", "require_role", "current_membership", "memberships_of"]
+
+
+def current_membership(request):
+    """The membership chosen in this session, else the user's oldest; None without one."""
+    chosen = request.session.get(SESSION_KEY)
+    membership = membership_for(request.user, chosen) if chosen else None
+    if membership is None:
+        membership = membership_for(request.user)
+        if membership is not None:
+            request.session[SESSION_KEY] = str(membership.organization_id)
+    return membership
+
+
+def memberships_of(user):
+    return Membership.objects.filter(user=user).select_related("organization").order_by("organization__name")
+
+
+def member_view(view=None, *, role=Role.VIEWER):
+    """Log-in required; sets ``request.actor`` (the API's Actor) and checks ``role``.
+
+    A user without an organization, or whose organization is suspended, gets a 403 page
+    that says so. Views of one object find it first (404 for another tenant's id) and
+    check a higher role with require_role afterwards, as the API does."""
+
+    def decorate(func):
+        @login_required
+        @wraps(func)
+        def wrapper(request, *args, **kwargs):
+            membership = current_membership(request)
+            if membership is None:
+                return render(request, "web/no_organization.html", status=403)
+            if membership.organization.suspended:
+                return render(request, "web/suspended.html", {"organization": membership.organization}, status=403)
+            request.actor = actor_for_membership(membership)
+            request.membership = membership
+            require_role(request, role)
+            return func(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate(view) if view is not None else decorate
+
+
+def require_role(request, role):
+    if not request.actor.has_role(role):
+        raise PermissionDenied(f"This needs the {Role(role).label.lower()} role or higher.")
+
+
+def can(actor, role):
+    return actor is not None and actor.has_role(role)

@@ -1,0 +1,472 @@
+"""Dashboard, job form (create, edit, schedule preview, test run), job detail and actions.
+
+Every rule comes from the REST API's code: jobs are built into the API's JSON shape and
+validated by JobSerializer (apps.jobs.forms does the translation), filtered with the
+API's JobFilter, scoped by the API's Actor, and changed by the same services.
+"""
+
+import copy
+import dataclasses
+import time
+from zoneinfo import ZoneInfo, available_timezones
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.templatetags.tz import do_timezone
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+import cronsvc
+from apps.accounts.api.audit import audit
+from apps.accounts.api.errors import PlanLimitExceeded
+from apps.executions.delivery import request_spec, success_criteria
+from apps.executions.models import Execution
+from apps.executions.outbound import http_session, outbound_policy
+from apps.executions.serializers import without_secrets
+from apps.executions.triggers import trigger_now
+from apps.jobs import forms as job_forms
+from apps.jobs.api import JobFilter, runs_payload, validate_preview
+from apps.jobs.models import Job
+from apps.jobs.scheduling import job_schedule
+from apps.jobs.serializers import JobSerializer, SchedulePreviewSerializer
+from apps.jobs.services import pause_job, resume_job
+from apps.billing.models import Plan
+from cronsvc.delivery.client import deliver
+from cronsvc.delivery.errors import InvalidRequest
+from cronsvc.delivery.outcome import classify
+from cronsvc.delivery.request import prepare, standard_variables
+from cronsvc.ids import uuid7
+from cronsvc.schedules import ScheduleError, describe, next_runs, validate_schedule
+from cronsvc.schedules.describe import format_duration
+
+from .. import health, ratelimit, stats
+from ..access import Role, member_view, require_role
+
+DASHBOARD_PAGE_SIZE = 100
+HISTORY_PAGE_SIZE = 20
+TEST_RUN_MAX_TIMEOUT = 30.0
+TIMEZONES = sorted(available_timezones() - {"localtime", "Factory"})
+
+
+def scoped_jobs(actor):
+    """The jobs this actor reaches, as the API's JobViewSet.get_queryset."""
+    jobs = Job.objects.for_organization(actor.organization).select_related("project", "organization__plan")
+    return actor.scope_to_projects(jobs)
+
+
+def get_job(request, pk):
+    """The job, or 404 when it is not the actor's (whatever their role: ids leak nothing)."""
+    return get_object_or_404(scoped_jobs(request.actor), pk=pk)
+
+
+def serializer_context(request):
+    return {"actor": request.actor, "request": request}
+
+
+def is_htmx(request):
+    return request.headers.get("HX-Request") == "true"
+
+
+# --- dashboard
+
+
+@member_view
+@require_GET
+def dashboard(request):
+    actor = request.actor
+    now = timezone.now()
+    params = {key: request.GET.get(key, "").strip() for key in ("project", "status", "tag", "q")}
+    projects = list(actor.projects())
+    jobs = scoped_jobs(actor)
+    all_tags = sorted({tag for tags in jobs.values_list("tags", flat=True) for tag in (tags or [])})
+    filter_data = {"project": params["project"], "tag": params["tag"], "search": params["q"]}
+    job_filter = JobFilter({k: v for k, v in filter_data.items() if v}, queryset=jobs)
+    jobs = job_filter.qs if job_filter.is_valid() else jobs.none()
+    if params["status"] in health.STATUSES:
+        jobs = jobs.filter(health.health_filter(params["status"]))
+    jobs = health.with_last_duration(jobs).order_by("project__name", "project_id", "name", "id")
+    page = Paginator(jobs, DASHBOARD_PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = list(page.object_list)
+    strips = health.success_strips(actor.organization, [job.pk for job in rows], now)
+    groups = []
+    for job in rows:
+        job.health = health.job_health(job)
+        job.strip = strips[job.pk]
+        if not groups or groups[-1]["project"].pk != job.project_id:
+            groups.append({"project": job.project, "jobs": []})
+        groups[-1]["jobs"].append(job)
+    context = {
+        "groups": groups, "page": page, "projects": projects, "tags": all_tags, "params": params,
+        "statuses": health.STATUSES, "now": now, "total": scoped_jobs(actor).count(),
+        "can_edit": actor.has_role(Role.DEVELOPER),
+        "query": request.GET.urlencode(),
+    }
+    template = "web/dashboard/_jobs.html" if is_htmx(request) else "web/dashboard/index.html"
+    return render(request, template, context)
+
+
+# --- the job form
+
+
+def _validate(serializer):
+    """{form field: [messages]}: the serializer's refusals, as the API would give them."""
+    try:
+        if serializer.is_valid():
+            return {}
+        return job_forms.form_errors(serializer.errors)
+    except PlanLimitExceeded as exc:
+        return _plan_errors(exc)
+
+
+def _plan_errors(exc):
+    hint = ""
+    plan_code = exc.extra.get("plan")
+    if plan_code:
+        plan = Plan.objects.filter(code=plan_code).first()
+        hint = f" The {plan.name if plan else plan_code} plan allows it."
+    if exc.fields:
+        return job_forms.form_errors({path: [str(m) + hint for m in msgs] for path, msgs in exc.fields.items()})
+    return {job_forms.NON_FIELD: [str(exc.detail) + hint]}
+
+
+def _form_context(request, values, errors, job=None):
+    actor = request.actor
+    plan = actor.organization.plan
+    return {
+        "values": values, "errors": errors, "job": job,
+        "projects": list(actor.projects()), "timezones": TIMEZONES,
+        "methods": [(m, m) for m in Job.Method.values], "body_formats": Job.BodyFormat.choices,
+        "misfire_policies": Job.MisfirePolicy.choices, "overlap_policies": Job.OverlapPolicy.choices,
+        "regions": settings.REGIONS, "plan": plan,
+        "plan_min_interval": format_duration(plan.min_interval_seconds),
+        "error_count": sum(len(m) for m in errors.values()),
+    }
+
+
+@member_view(role=Role.DEVELOPER)
+def job_create(request):
+    if request.method == "POST":
+        data = job_forms.job_data(request.POST, regions=settings.REGIONS)
+        serializer = JobSerializer(data=data, context=serializer_context(request))
+        errors = _validate(serializer)
+        if not errors:
+            try:
+                job = serializer.save()
+            except PlanLimitExceeded as exc:
+                errors = _plan_errors(exc)
+            else:
+                audit(request, "job.create", job, {"name": job.name})
+                messages.success(request, f"Job “{job.name}” created.")
+                return redirect("web:job_detail", pk=job.pk)
+        values = job_forms.posted_values(request.POST)
+        return render(request, "web/jobs/form.html", _form_context(request, values, errors), status=400)
+    project = request.actor.projects().filter(pk=_uuid_or_none(request.GET.get("project"))).first()
+    values = job_forms.default_values(project or request.actor.projects().first())
+    return render(request, "web/jobs/form.html", _form_context(request, values, {}))
+
+
+@member_view
+def job_edit(request, pk):
+    job = get_job(request, pk)
+    require_role(request, Role.DEVELOPER)
+    if request.method == "POST":
+        data = job_forms.job_data(request.POST, stored_auth=job.auth, regions=settings.REGIONS)
+        serializer = JobSerializer(job, data=data, context=serializer_context(request))
+        errors = _validate(serializer)
+        if not errors:
+            job = serializer.save()
+            audit(request, "job.update", job, {"fields": sorted(data)})
+            messages.success(request, f"Job “{job.name}” saved.")
+            return redirect("web:job_detail", pk=job.pk)
+        values = job_forms.posted_values(request.POST, stored_auth=job.auth)
+        return render(request, "web/jobs/form.html", _form_context(request, values, errors, job), status=400)
+    return render(request, "web/jobs/form.html", _form_context(request, job_forms.form_values(job), {}, job))
+
+
+@member_view
+@require_POST
+def schedule_preview(request):
+    """The next 5 runs of the schedule being typed, with clock changes marked (htmx)."""
+    project = request.actor.projects().filter(pk=_uuid_or_none(request.POST.get("project"))).first()
+    schedule = job_forms.schedule_data(request.POST)
+    if schedule.get("timezone") is None:
+        schedule["timezone"] = project.timezone if project else "UTC"
+    zone = schedule["timezone"]
+    body = {"schedule": schedule, "count": 5,
+            "start_at": job_forms.local_instant(request.POST.get("start_at", ""), zone),
+            "end_at": job_forms.local_instant(request.POST.get("end_at", ""), zone)}
+    if schedule["type"] == "interval":
+        job = Job.objects.for_organization(request.actor.organization).filter(
+            pk=_uuid_or_none(request.POST.get("job"))).first()
+        anchor = body["start_at"] or (job.created_at.isoformat() if job else None)
+        if anchor:
+            schedule["anchor"] = anchor
+    context = {"runs": [], "errors": {}, "warning": None, "description": None}
+    serializer = SchedulePreviewSerializer(data=body, context=serializer_context(request))
+    if not serializer.is_valid():
+        context["errors"] = job_forms.form_errors(serializer.errors)
+        return render(request, "web/jobs/_preview.html", context)
+    data = serializer.validated_data
+    now = timezone.now()
+    window = {"start_at": data.get("start_at"), "end_at": data.get("end_at")}
+    parsed = data["schedule"]
+    try:
+        validate_preview(parsed, now, **window)
+    except ScheduleError as exc:
+        context["errors"] = job_forms.form_errors({exc.field: [exc.message]})
+        return render(request, "web/jobs/_preview.html", context)
+    plan = request.actor.organization.plan
+    try:
+        validate_schedule(parsed, now=now, min_interval_seconds=plan.min_interval_seconds, **window)
+    except ScheduleError as exc:
+        if exc.code == "interval_too_short":
+            context["warning"] = (f"Your plan ({plan.name}) runs a job at most once every "
+                                  f"{format_duration(plan.min_interval_seconds)}: this schedule will be refused.")
+    runs = next_runs(parsed, now, data["count"], **window)
+    context.update(description=describe(parsed), runs=mark_clock_changes(runs, parsed.timezone, now),
+                   payload=runs_payload(parsed, runs))
+    return render(request, "web/jobs/_preview.html", context)
+
+
+def mark_clock_changes(runs, zone_name, now):
+    """Each run in its timezone; ``change`` says when the UTC offset differs from the one
+    before it (a daylight-saving change between the two)."""
+    zone = ZoneInfo(zone_name)
+    previous = now.astimezone(zone).utcoffset()
+    marked = []
+    for run in runs:
+        local = run.astimezone(zone)
+        offset = local.utcoffset()
+        change = None
+        if offset != previous:
+            change = f"Clock change: UTC{_offset(previous)} → UTC{_offset(offset)}"
+        # |timezone's datetime: templates show it in its own zone, not converted back to UTC.
+        marked.append({"at": run, "local": do_timezone(run, zone), "tzname": local.tzname(), "change": change})
+        previous = offset
+    return marked
+
+
+def _offset(delta):
+    minutes = int(delta.total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "−"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+@member_view(role=Role.DEVELOPER)
+@require_POST
+def test_run(request, pk=None):
+    """Send the form's request once and show the response. Nothing is saved."""
+    job = get_job(request, pk) if pk else None
+    context = {"errors": {}, "result": None}
+    count = ratelimit.hit("test-run", request.user.pk, window=60)
+    if count > settings.TEST_RUNS_PER_MINUTE:
+        context["errors"] = {job_forms.NON_FIELD: [
+            f"At most {settings.TEST_RUNS_PER_MINUTE} test runs a minute; wait a moment."]}
+        return render(request, "web/jobs/_test_run.html", context, status=429)
+    data = job_forms.job_data(request.POST, stored_auth=job.auth if job else None, regions=settings.REGIONS)
+    serializer = JobSerializer(job, data=data, context=serializer_context(request))
+    context["errors"] = _validate(serializer)
+    if context["errors"]:
+        return render(request, "web/jobs/_test_run.html", context)
+    candidate = copy.copy(job) if job else Job()
+    for name, value in serializer.validated_data.items():
+        setattr(candidate, name, value)
+    context["result"] = send_test_request(candidate)
+    return render(request, "web/jobs/_test_run.html", context)
+
+
+def send_test_request(job):
+    """One request as a run would send it (signed, templated), with a shorter deadline."""
+    now = timezone.now()
+    execution_id = uuid7()
+    spec = request_spec(job)
+    spec = dataclasses.replace(spec, timeout=min(spec.timeout, TEST_RUN_MAX_TIMEOUT),
+                               connect_timeout=min(spec.connect_timeout, TEST_RUN_MAX_TIMEOUT))
+    try:
+        prepared = prepare(
+            spec, variables=standard_variables(job_id=job.id, job_name=job.name, execution_id=execution_id,
+                                               scheduled_for=now, attempt=1, now=now),
+            job_id=job.id, execution_id=execution_id, attempt=1, scheduled_for=now,
+            signing_secrets=job.project.signing_secrets, timestamp=int(time.time()), version=cronsvc.__version__,
+        )
+    except InvalidRequest as exc:
+        return {"invalid": exc.message}
+    result = deliver(prepared, session=http_session(), policy=outbound_policy(),
+                     max_body_bytes=settings.RESPONSE_BODY_MAX_BYTES)
+    outcome = classify(result, success_criteria(job))
+    return {
+        "succeeded": outcome.succeeded, "error_kind": outcome.error_kind, "message": outcome.message,
+        "status": result.status_code, "duration_ms": round(result.duration_ms),
+        "headers": without_secrets(result.headers), "body": result.body_excerpt,
+        "truncated": result.body_truncated,
+        "request": {"method": prepared.method, "url": prepared.url, "headers": without_secrets(prepared.headers),
+                    "body": prepared.body.decode("utf-8", errors="replace")},
+    }
+
+
+# --- job detail
+
+
+@member_view
+@require_GET
+def job_detail(request, pk):
+    job = get_job(request, pk)
+    now = timezone.now()
+    schedule = job_schedule(job)
+    upcoming = next_runs(schedule, now, 5, start_at=job.start_at, end_at=job.end_at)
+    job.health = health.job_health(job)
+    context = {
+        "job": job, "schedule_text": describe(schedule), "now": now,
+        "next_runs": mark_clock_changes(upcoming, job.timezone, now),
+        "api": JobSerializer(job, context=serializer_context(request)).data,
+        "can_edit": request.actor.has_role(Role.DEVELOPER),
+        "ranges": list(stats.RANGES),
+        **_history_context(request, job),
+        **_stats_context(job, request.GET.get("range", "24h"), now),
+    }
+    return render(request, "web/jobs/detail.html", context)
+
+
+def _history_context(request, job):
+    status = request.GET.get("status", "")
+    executions = Execution.objects.for_organization(request.actor.organization).filter(job=job)
+    if status in Execution.Status.values:
+        executions = executions.filter(status=status)
+    page = Paginator(executions.order_by("-scheduled_for", "-id"), HISTORY_PAGE_SIZE).get_page(
+        request.GET.get("page"))
+    for execution in page.object_list:
+        if execution.started_at:
+            execution.lateness_ms = max(0, int((execution.started_at - execution.scheduled_for).total_seconds() * 1000))
+    return {"history": page, "history_status": status, "execution_statuses": Execution.Status.choices}
+
+
+def _stats_context(job, range_name, now):
+    range_name = range_name if range_name in stats.RANGES else "24h"
+    return {"stats": stats.job_stats(job, range_name, now), "range": range_name}
+
+
+@member_view
+@require_GET
+def job_history(request, pk):
+    job = get_job(request, pk)
+    return render(request, "web/jobs/_history.html", {"job": job, **_history_context(request, job)})
+
+
+@member_view
+@require_GET
+def job_stats(request, pk):
+    job = get_job(request, pk)
+    context = {"job": job, "ranges": list(stats.RANGES),
+               **_stats_context(job, request.GET.get("range", "24h"), timezone.now())}
+    return render(request, "web/jobs/_stats.html", context)
+
+
+@member_view
+@require_GET
+def execution_detail(request, pk):
+    from apps.executions.serializers import ExecutionDetailSerializer
+
+    executions = Execution.objects.for_organization(request.actor.organization)
+    executions = request.actor.scope_to_projects(executions, "job__project").select_related("job")
+    execution = get_object_or_404(executions.prefetch_related("attempts"), pk=pk)
+    data = ExecutionDetailSerializer(execution).data  # the API's view: secrets masked
+    context = {"execution": execution, "data": data, "job": execution.job,
+               "can_edit": request.actor.has_role(Role.DEVELOPER)}
+    template = "web/executions/_detail.html" if is_htmx(request) else "web/executions/detail.html"
+    return render(request, template, context)
+
+
+# --- actions
+
+
+def _job_action(request, pk):
+    job = get_job(request, pk)
+    require_role(request, Role.DEVELOPER)
+    return job
+
+
+@member_view
+@require_POST
+def job_pause(request, pk):
+    job = _job_action(request, pk)
+    pause_job(job, reason=f"paused by {request.user.email}")
+    audit(request, "job.pause", job)
+    messages.success(request, f"“{job.name}” is paused: it will not run until you resume it.")
+    return redirect("web:job_detail", pk=job.pk)
+
+
+@member_view
+@require_POST
+def job_resume(request, pk):
+    job = _job_action(request, pk)
+    resume_job(job)
+    audit(request, "job.resume", job)
+    messages.success(request, f"“{job.name}” resumed; runs missed while paused are not caught up.")
+    return redirect("web:job_detail", pk=job.pk)
+
+
+@member_view
+@require_POST
+def job_trigger(request, pk):
+    job = _job_action(request, pk)
+    with transaction.atomic():
+        execution = trigger_now(job)
+        audit(request, "job.trigger", job, {"execution": str(execution.pk)})
+    messages.success(request, "Run started: it appears in the history below.")
+    return redirect(reverse("web:job_detail", args=[job.pk]) + "#history")
+
+
+@member_view
+@require_POST
+def job_duplicate(request, pk):
+    """A paused copy made through the serializer (same validation as a create)."""
+    job = _job_action(request, pk)
+    data = dict(JobSerializer(job, context=serializer_context(request)).data)
+    for name in JobSerializer.Meta.read_only_fields + ["id", "description_human"]:
+        data.pop(name, None)
+    data["name"] = f"{job.name} (copy)"[:200]
+    data["enabled"] = False
+    data["request"] = {**data["request"], "auth": job.auth}
+    if not settings.REGIONS:
+        data.pop("region", None)
+    serializer = JobSerializer(data=data, context=serializer_context(request))
+    errors = _validate(serializer)
+    copy_job = None
+    if not errors:
+        try:
+            copy_job = serializer.save()
+        except PlanLimitExceeded as exc:
+            errors = _plan_errors(exc)
+    if errors:
+        for messages_ in errors.values():
+            for message in messages_:
+                messages.error(request, f"Could not duplicate: {message}")
+        return redirect("web:job_detail", pk=job.pk)
+    audit(request, "job.create", copy_job, {"name": copy_job.name, "duplicate_of": str(job.pk)})
+    messages.success(request, "Copy created, paused: review it, then resume it.")
+    return redirect("web:job_edit", pk=copy_job.pk)
+
+
+@member_view
+def job_delete(request, pk):
+    job = _job_action(request, pk)
+    if request.method == "POST":
+        audit(request, "job.delete", job, {"name": job.name})
+        name = job.name
+        job.delete()
+        messages.success(request, f"Job “{name}” deleted.")
+        return redirect("web:dashboard")
+    return render(request, "web/jobs/delete.html", {"job": job})
+
+
+def _uuid_or_none(value):
+    import uuid
+
+    try:
+        return uuid.UUID(str(value))
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,371 @@
+"""Settings: organization and projects, members and roles, API keys, signing secrets,
+plan and usage, and the organization switcher.
+
+Projects, members and API keys are validated by the REST API's serializers and changed
+by the same functions as the API (apps.accounts.api.members, provisioning.create_api_key,
+services.revoke_api_key), with the same roles: owners and admins manage, only owners
+touch the owner role.
+"""
+
+import time
+import uuid
+from datetime import datetime, timezone as dt_timezone
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Count
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from apps.accounts.api import members as member_rules
+from apps.accounts.api.audit import audit, client_ip
+from apps.accounts.api.errors import Conflict, flatten
+from apps.accounts.api.serializers import ApiKeySerializer, MemberInviteSerializer, MemberSerializer
+from apps.accounts.api.throttling import count_hit
+from apps.accounts.models import ApiKey, Membership
+from apps.accounts.services import revoke_api_key
+from apps.executions.models import Execution
+from apps.jobs.models import Job
+from apps.jobs.forms import local_instant
+from apps.projects.api import ProjectSerializer
+from apps.projects.models import Project
+from apps.projects.provisioning import create_api_key
+from cronsvc.delivery.signing import generate_secret
+from cronsvc.schedules.describe import format_duration
+
+from ..access import SESSION_KEY, Role, member_view, membership_for, require_role
+from .auth import send_invitation
+from .jobs import TIMEZONES, serializer_context
+
+
+def _errors(serializer):
+    return flatten(serializer.errors)
+
+
+# --- organization and projects
+
+
+@member_view
+def organization(request):
+    actor = request.actor
+    projects = actor.projects().annotate(job_count=Count("jobs")).order_by("name")
+    context = {"projects": projects, "timezones": TIMEZONES, "can_admin": actor.has_role(Role.ADMIN),
+               "errors": {}, "values": {"timezone": "UTC"}, "organization": actor.organization}
+    return render(request, "web/settings/organization.html", context)
+
+
+@member_view(role=Role.ADMIN)
+@require_POST
+def organization_rename(request):
+    name = request.POST.get("name", "").strip()
+    org = request.actor.organization
+    if not name or len(name) > 120:
+        messages.error(request, "Give the organization a name of 1 to 120 characters.")
+    else:
+        previous, org.name = org.name, name
+        org.save(update_fields=["name"])
+        audit(request, "organization.rename", org, {"from": previous, "to": name})
+        messages.success(request, "Organization renamed.")
+    return redirect("web:settings")
+
+
+@member_view(role=Role.ADMIN)
+@require_POST
+def project_create(request):
+    data = {key: request.POST.get(key, "").strip() for key in ("name", "slug", "timezone")}
+    data = {key: value for key, value in data.items() if value or key == "name"}
+    serializer = ProjectSerializer(data=data, context=serializer_context(request))
+    if serializer.is_valid():
+        project = serializer.save(organization=request.actor.organization)
+        audit(request, "project.create", project, {"name": project.name})
+        messages.success(request, f"Project “{project.name}” created.")
+        return redirect("web:settings")
+    actor = request.actor
+    context = {"projects": actor.projects().annotate(job_count=Count("jobs")).order_by("name"),
+               "timezones": TIMEZONES, "can_admin": True, "errors": _errors(serializer),
+               "values": request.POST, "organization": actor.organization}
+    return render(request, "web/settings/organization.html", context, status=400)
+
+
+@member_view
+def project_edit(request, pk):
+    project = get_object_or_404(request.actor.projects(), pk=pk)
+    require_role(request, Role.ADMIN)
+    errors = {}
+    if request.method == "POST":
+        data = {key: request.POST.get(key, "").strip() for key in ("name", "slug", "timezone")}
+        serializer = ProjectSerializer(project, data=data, partial=True, context=serializer_context(request))
+        if serializer.is_valid():
+            project = serializer.save()
+            audit(request, "project.update", project, {"name": project.name, "timezone": project.timezone})
+            messages.success(request, f"Project “{project.name}” saved.")
+            return redirect("web:settings")
+        errors = _errors(serializer)
+    return render(request, "web/settings/project_edit.html",
+                  {"project": project, "errors": errors, "timezones": TIMEZONES,
+                   "values": request.POST if errors else {"name": project.name, "slug": project.slug,
+                                                          "timezone": project.timezone},
+                   "job_count": project.jobs.count()},
+                  status=400 if errors else 200)
+
+
+@member_view
+@require_POST
+def project_delete(request, pk):
+    project = get_object_or_404(request.actor.projects(), pk=pk)
+    require_role(request, Role.ADMIN)
+    jobs = project.jobs.count()
+    if jobs and request.POST.get("force") != "true":
+        messages.error(request, f"“{project.name}” still has {jobs} job{'s' if jobs != 1 else ''}: "
+                                "tick “also delete its jobs” to delete them too.")
+        return redirect("web:project_edit", pk=project.pk)
+    audit(request, "project.delete", project, {"name": project.name, "jobs": jobs})
+    project.delete()
+    messages.success(request, f"Project “{project.name}” deleted.")
+    return redirect("web:settings")
+
+
+# --- signing secrets
+
+
+def _masked_secret(secret):
+    return secret[:10] + "…" if secret else ""
+
+
+@member_view
+def signing_secrets(request, pk):
+    """Reveal (shown in this response only), rotate (new first, old kept until the end of
+    the rotation), end the rotation (keep the newest)."""
+    project = get_object_or_404(request.actor.projects(), pk=pk)
+    require_role(request, Role.ADMIN)
+    revealed = None
+    if request.method == "POST":
+        action = request.POST.get("action")
+        with transaction.atomic():
+            project = Project.objects.select_for_update().get(pk=project.pk)
+            secrets = list(project.signing_secrets or [])
+            if action == "reveal":
+                revealed = secrets
+                audit(request, "project.signing_secret.reveal", project)
+            elif action == "rotate":
+                new = generate_secret()
+                project.signing_secrets = [new, *secrets[:1]]
+                project.save(update_fields=["signing_secrets"])
+                revealed = [new]
+                audit(request, "project.signing_secret.rotate", project)
+                messages.success(request, "New secret made. Runs are signed with both until you end the rotation.")
+            elif action == "end_rotation" and len(secrets) > 1:
+                project.signing_secrets = secrets[:1]
+                project.save(update_fields=["signing_secrets"])
+                audit(request, "project.signing_secret.end_rotation", project)
+                messages.success(request, "Rotation ended: runs are signed with the new secret only.")
+                return redirect("web:signing_secrets", pk=project.pk)
+    secrets = list(project.signing_secrets or [])
+    return render(request, "web/settings/signing.html", {
+        "project": project, "masked": [_masked_secret(s) for s in secrets], "rotating": len(secrets) > 1,
+        "revealed": revealed,
+    })
+
+
+# --- members
+
+
+def _require_owner_for(request, *roles):
+    """Only owners grant, change or remove the owner role (as the API's MemberViewSet)."""
+    if Role.OWNER in roles and not request.actor.has_role(Role.OWNER):
+        raise PermissionDenied("Only an owner can grant, change or remove the owner role.")
+
+
+def _members_context(request, errors=None, values=None):
+    organization = request.actor.organization
+    memberships = (Membership.objects.for_organization(organization).select_related("user")
+                   .order_by("created_at", "pk"))
+    rows = []
+    for membership in memberships:
+        projects = member_rules.member_project_ids(membership)
+        rows.append({"membership": membership, "projects": projects,
+                     "pending": not membership.user.has_usable_password()})
+    return {"rows": rows, "roles": Role.choices, "projects": request.actor.projects(),
+            "errors": errors or {}, "values": values or {"role": Role.DEVELOPER},
+            "is_owner": request.actor.has_role(Role.OWNER)}
+
+
+@member_view(role=Role.ADMIN)
+def members(request):
+    return render(request, "web/settings/members.html", _members_context(request))
+
+
+@member_view(role=Role.ADMIN)
+@require_POST
+def member_invite(request):
+    projects = [p for p in request.POST.getlist("projects") if p]
+    data = {"email": request.POST.get("email", "").strip(), "role": request.POST.get("role", Role.DEVELOPER),
+            "projects": projects or None}
+    serializer = MemberInviteSerializer(data=data, context=serializer_context(request))
+    if not serializer.is_valid():
+        return render(request, "web/settings/members.html",
+                      _members_context(request, _errors(serializer), request.POST), status=400)
+    data = serializer.validated_data
+    _require_owner_for(request, data.get("role"))
+    try:
+        membership = member_rules.invite(request.actor.organization, email=data["email"],
+                                         role=data.get("role", Role.DEVELOPER), project_ids=data.get("projects"))
+    except Conflict as exc:
+        return render(request, "web/settings/members.html",
+                      _members_context(request, {"email": [str(exc.detail)]}, request.POST), status=400)
+    audit(request, "member.invite", membership.user, {"email": membership.user.email, "role": membership.role})
+    send_invitation(request, membership, request.user)
+    messages.success(request, f"{membership.user.email} invited as {membership.get_role_display().lower()}; "
+                              "they got an e-mail with a link to join.")
+    return redirect("web:members")
+
+
+def _membership(request, user_id):
+    return get_object_or_404(Membership.objects.for_organization(request.actor.organization)
+                             .select_related("user"), user_id=user_id)
+
+
+@member_view(role=Role.ADMIN)
+@require_POST
+def member_change(request, user_id):
+    membership = _membership(request, user_id)
+    serializer = MemberSerializer(membership, data={"role": request.POST.get("role", "")}, partial=True,
+                                  context=serializer_context(request))
+    if not serializer.is_valid():
+        for message in flatten(serializer.errors).values():
+            messages.error(request, " ".join(message))
+        return redirect("web:members")
+    role = serializer.validated_data["role"]
+    _require_owner_for(request, membership.role, role)
+    try:
+        member_rules.change(membership, role=role)
+    except Conflict as exc:
+        messages.error(request, str(exc.detail))
+        return redirect("web:members")
+    audit(request, "member.update", membership.user, {"role": membership.role, "projects": "unchanged"})
+    messages.success(request, f"{membership.user.email} is now {membership.get_role_display().lower()}.")
+    return redirect("web:members")
+
+
+@member_view(role=Role.ADMIN)
+@require_POST
+def member_remove(request, user_id):
+    membership = _membership(request, user_id)
+    _require_owner_for(request, membership.role)
+    try:
+        member_rules.remove(membership)
+    except Conflict as exc:
+        messages.error(request, str(exc.detail))
+        return redirect("web:members")
+    audit(request, "member.remove", membership.user, {"email": membership.user.email})
+    messages.success(request, f"{membership.user.email} removed from the organization.")
+    if membership.user_id == request.user.pk:
+        request.session.pop(SESSION_KEY, None)
+        return redirect("web:dashboard")
+    return redirect("web:members")
+
+
+# --- API keys
+
+
+def _keys_context(request, **extra):
+    keys = (ApiKey.objects.for_organization(request.actor.organization)
+            .select_related("created_by").prefetch_related("projects").order_by("-created_at"))
+    context = {"keys": keys, "projects": request.actor.projects(), "errors": {}, "values": {}, "new_key": None,
+               "now": timezone.now()}
+    context.update(extra)
+    return context
+
+
+@member_view(role=Role.ADMIN)
+def api_keys(request):
+    return render(request, "web/settings/api_keys.html", _keys_context(request))
+
+
+@member_view(role=Role.ADMIN)
+@require_POST
+def api_key_create(request):
+    """The full key is in this response only (rendered, not redirected)."""
+    quota = count_hit(f"ip:{client_ip(request)}", settings.API_KEY_CREATE_PER_IP_PER_HOUR, window=3600,
+                      now=time.time())  # the same counter as the API's KeyCreationIPThrottle
+    if not quota.allowed:
+        return render(request, "web/settings/api_keys.html", _keys_context(
+            request, errors={"name": ["Too many API keys created from your address this hour; try again later."]},
+            values=request.POST), status=429)
+    projects = [p for p in request.POST.getlist("projects") if p]
+    data = {"name": request.POST.get("name", "").strip(),
+            "scopes": ["read", "write"] if request.POST.get("access", "write") == "write" else ["read"],
+            "projects": projects or None}
+    expires = request.POST.get("expires_at", "").strip()
+    if expires:
+        data["expires_at"] = local_instant(expires, "UTC")
+    serializer = ApiKeySerializer(data=data, context=serializer_context(request))
+    if not serializer.is_valid():
+        return render(request, "web/settings/api_keys.html",
+                      _keys_context(request, errors=_errors(serializer), values=request.POST), status=400)
+    data = serializer.validated_data
+    with transaction.atomic():
+        key, full_key = create_api_key(request.actor.organization, data["name"], scopes=data["scopes"],
+                                       created_by=request.user, expires_at=data.get("expires_at"))
+        if data.get("projects") is not None:
+            key.limited_to_projects = True
+            key.save(update_fields=["limited_to_projects"])
+            key.projects.set(data["projects"])
+        audit(request, "api_key.create", key, {"name": key.name, "scopes": key.scopes})
+    return render(request, "web/settings/api_keys.html", _keys_context(request, new_key={"key": key,
+                                                                                         "full": full_key}))
+
+
+@member_view(role=Role.ADMIN)
+@require_POST
+def api_key_revoke(request, pk):
+    key = get_object_or_404(ApiKey.objects.for_organization(request.actor.organization), pk=pk)
+    if key.revoked_at is None:
+        revoke_api_key(key, actor_user=request.user)
+        messages.success(request, f"API key “{key.name}” revoked: it no longer works.")
+    return redirect("web:api_keys")
+
+
+# --- plan and usage
+
+
+def month_start(now):
+    return datetime(now.year, now.month, 1, tzinfo=dt_timezone.utc)
+
+
+@member_view
+def plan(request):
+    organization = request.actor.organization
+    plan = organization.plan
+    now = timezone.now()
+    used = (Execution.objects.for_organization(organization)
+            .filter(created_at__gte=month_start(now)).exclude(status=Execution.Status.SKIPPED).count())
+    jobs = Job.objects.for_organization(organization).count()
+    return render(request, "web/settings/plan.html", {
+        "plan": plan, "used": used, "jobs": jobs, "month": month_start(now),
+        "used_percent": min(100, round(100 * used / plan.monthly_executions)) if plan.monthly_executions else 0,
+        "jobs_percent": min(100, round(100 * jobs / plan.max_jobs)) if plan.max_jobs else 0,
+        "min_interval": format_duration(plan.min_interval_seconds),
+    })
+
+
+# --- organization switcher
+
+
+@member_view
+@require_POST
+def switch_organization(request):
+    try:
+        chosen = uuid.UUID(request.POST.get("organization", ""))
+    except ValueError:
+        chosen = None
+    membership = membership_for(request.user, chosen) if chosen else None
+    if membership is None:
+        messages.error(request, "You are not a member of that organization.")
+    else:
+        request.session[SESSION_KEY] = str(membership.organization_id)
+        messages.success(request, f"Now working in {membership.organization.name}.")
+    return redirect("web:dashboard")
