@@ -1,10 +1,7 @@
 """/api/v1/executions/ (history, replay) and /api/v1/dead-letter/ (dead runs, bulk replay)."""
 
-from datetime import timedelta
-
 import django_filters
 from django.db import transaction
-from django.utils import timezone
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status, viewsets
@@ -22,7 +19,7 @@ from .models import Execution
 from .serializers import (
     BulkReplayResultSerializer, BulkReplaySerializer, ExecutionDetailSerializer, ExecutionSerializer,
 )
-from .triggers import trigger_now
+from . import triggers
 
 
 class ExecutionNotFinished(Conflict):
@@ -52,11 +49,11 @@ class ExecutionFilter(django_filters.FilterSet):
         fields = ["job", "project", "status", "trigger", "scheduled_for"]
 
 
-def replay(execution, *, now):
-    """A new run of the execution's job, linked to it (trigger ``replay``)."""
-    if execution.status not in Execution.FINAL_STATUSES:
-        raise ExecutionNotFinished()
-    return trigger_now(execution.job, now=now, trigger=Execution.Trigger.REPLAY, replay_of=execution)
+def replay(execution, *, now=None):
+    try:
+        return triggers.replay(execution, now=now)
+    except triggers.NotFinished:
+        raise ExecutionNotFinished() from None
 
 
 class _ExecutionViews(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
@@ -86,7 +83,7 @@ class ExecutionViewSet(_ExecutionViews):
     def replay(self, request, pk=None):
         execution = self.get_object()
         EmptySerializer(data=request.data or {}).is_valid(raise_exception=True)
-        new = replay(execution, now=timezone.now())
+        new = replay(execution)
         self.audit("execution.replay", execution, {"replay": str(new.pk)})
         return Response(ExecutionSerializer(new).data, status=status.HTTP_202_ACCEPTED)
 
@@ -109,10 +106,8 @@ class DeadLetterViewSet(_ExecutionViews):
         missing = [str(pk) for pk in ids if pk not in dead]
         if missing:
             raise NotDead(missing)
-        now = timezone.now()
         with transaction.atomic():
-            # Distinct instants: two replays of one job must not collide on (job, scheduled_for, trigger).
-            replays = [replay(dead[pk], now=now + timedelta(microseconds=i)) for i, pk in enumerate(ids)]
+            replays = triggers.replay_all([dead[pk] for pk in ids])
             self.audit("execution.bulk_replay", None, {"replayed": [str(pk) for pk in ids],
                                                         "replays": [str(r.pk) for r in replays]})
         return Response({"replays": ExecutionSerializer(replays, many=True).data}, status=status.HTTP_202_ACCEPTED)

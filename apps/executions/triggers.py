@@ -1,5 +1,7 @@
 """Starting a run outside the schedule: the one function the job views call."""
 
+from datetime import timedelta
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -19,3 +21,22 @@ def trigger_now(job, *, now=None, trigger=Execution.Trigger.MANUAL, replay_of=No
     )
     transaction.on_commit(lambda: publishing.publish({queue: [execution.id]}))
     return execution
+
+
+class NotFinished(ValueError):
+    """Only a finished execution can be replayed."""
+
+
+def replay(execution, *, now=None):
+    """A new run of the execution's job, linked to it (trigger ``replay``)."""
+    if execution.status not in Execution.FINAL_STATUSES:
+        raise NotFinished("Only a finished execution can be replayed; wait until it is done.")
+    return trigger_now(execution.job, now=now, trigger=Execution.Trigger.REPLAY, replay_of=execution)
+
+
+@transaction.atomic
+def replay_all(executions, *, now=None):
+    """Replay each execution, all or none."""
+    now = now or timezone.now()
+    # Distinct instants: two replays of one job must not collide on (job, scheduled_for, trigger).
+    return [replay(execution, now=now + timedelta(microseconds=i)) for i, execution in enumerate(executions)]

@@ -1,18 +1,16 @@
 """The dead-letter page (replay one or many) and the crontab import page."""
 
 import uuid
-from datetime import timedelta
 
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.accounts.api.audit import audit
-from apps.accounts.api.errors import Conflict, flatten
-from apps.executions.api import replay
+from apps.accounts.api.errors import flatten
+from apps.executions.triggers import NotFinished, replay_all
 from apps.executions.models import Execution
 from apps.jobs.serializers import ImportCrontabSerializer, import_crontab
 
@@ -56,16 +54,14 @@ def dead_letter_replay(request):
     if len(dead) != len(ids):
         messages.error(request, "Some of the chosen runs are no longer in the dead letter; nothing was replayed.")
         return redirect("web:dead_letter")
-    now = timezone.now()
     try:
         with transaction.atomic():
-            # Distinct instants: two replays of one job must not collide on (job, scheduled_for, trigger).
-            replays = [replay(dead[pk], now=now + timedelta(microseconds=i)) for i, pk in enumerate(ids)]
+            replays = replay_all([dead[pk] for pk in ids])
             audit(request, "execution.bulk_replay" if len(ids) > 1 else "execution.replay",
                   None if len(ids) > 1 else dead[ids[0]],
                   {"replayed": [str(pk) for pk in ids], "replays": [str(r.pk) for r in replays]})
-    except Conflict as exc:
-        messages.error(request, str(exc.detail))
+    except NotFinished as exc:
+        messages.error(request, str(exc))
         return redirect("web:dead_letter")
     messages.success(request, f"{len(replays)} run{'s' if len(replays) != 1 else ''} queued again; "
                               "each replay shows in its job's history.")
