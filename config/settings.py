@@ -172,9 +172,6 @@ EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "cronsvc <noreply@localhost>")
 
-# Django 6's default: a URL typed without a scheme in a form means https.
-FORMS_URLFIELD_ASSUME_HTTPS = True
-
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
