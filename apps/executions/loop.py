@@ -67,6 +67,7 @@ class SchedulerLoop:
         published = self._publish(result.to_publish)
         if result.claimed:
             self._log_tick(result, published)
+        self._publish_due_retries(now)
         self._maybe_sweep()
         return result.claimed >= self.batch_size
 
@@ -86,17 +87,22 @@ class SchedulerLoop:
             lag_p50, lags[-1] if lags else 0.0,
         )
 
+    def _publish_due_retries(self, now):
+        rows = sweeper.due_retries(now)
+        if rows:
+            publishing.publish(publishing.group_by_queue(rows))
+
     def _maybe_sweep(self):
         if time.monotonic() - self.state.last_sweep < self.sweep_interval:
             return
         self.state.last_sweep = time.monotonic()
         now = self.clock()
         recovered = sweeper.recover_expired_leases(now)
-        due = sweeper.due_for_publishing(now, republish_after=settings.SWEEPER_REPUBLISH_AFTER)
-        rows = recovered + due
+        lost = sweeper.stale(now, republish_after=settings.SWEEPER_REPUBLISH_AFTER)
+        rows = recovered + lost
         if rows:
             published = publishing.publish(publishing.group_by_queue(rows))
-            log.info("sweeper: recovered=%d republished=%d sent=%d", len(recovered), len(due), published)
+            log.info("sweeper: recovered=%d republished=%d sent=%d", len(recovered), len(lost), published)
         backlog = self.backlog(now)
         if backlog:
             log.warning("scheduler backlog: %d jobs due more than a second ago are not claimed yet", backlog)

@@ -32,11 +32,20 @@ def _claim(queryset, limit, **changes):
         return list(Execution.objects.filter(id__in=ids).values_list("id", "queue"))
 
 
-def due_for_publishing(now, *, republish_after, limit=1000):
-    """Mark and return (id, queue) of queued runs that need a (new) message."""
-    stale = now - timedelta(seconds=republish_after)
+def due_retries(now, *, limit=1000):
+    """Mark and return (id, queue) of queued runs never published whose time has come:
+    retries waiting in the database, runs held back by a concurrency cap or an open
+    circuit. The scheduler asks every tick, so a retry starts within about a second."""
     never_published = Q(published_at__isnull=True) & (Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
-    queryset = Execution.objects.filter(Q(status=QUEUED) & (never_published | Q(published_at__lt=stale)))
+    queryset = Execution.objects.filter(Q(status=QUEUED) & never_published)
+    return _claim(queryset.order_by("next_attempt_at"), limit, published_at=now)
+
+
+def stale(now, *, republish_after, limit=1000):
+    """Mark and return (id, queue) of queued runs published so long ago that their message
+    must have been lost (broker restarted, publish failed after the commit)."""
+    cutoff = now - timedelta(seconds=republish_after)
+    queryset = Execution.objects.filter(status=QUEUED, published_at__lt=cutoff)
     return _claim(queryset.order_by("published_at"), limit, published_at=now)
 
 

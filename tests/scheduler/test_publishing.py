@@ -71,7 +71,7 @@ def test_trigger_now_publishes_after_commit(tenant, make_job, private_queue, bro
 def test_sweeper_republishes_unpublished_and_stale_runs_once(tenant, make_job, private_queue, broker):
     from datetime import timedelta
 
-    from apps.executions.sweeper import due_for_publishing
+    from apps.executions.sweeper import due_retries, stale
 
     job = make_job(tenant)
     org = tenant.organization
@@ -86,10 +86,13 @@ def test_sweeper_republishes_unpublished_and_stale_runs_once(tenant, make_job, p
     fresh = Execution.objects.create(job=job, organization=org, scheduled_for=T0 + timedelta(minutes=3),
                                      queue=private_queue, published_at=T0 + timedelta(seconds=50))
     now = T0 + timedelta(seconds=61)
-    rows = due_for_publishing(now, republish_after=60)
-    assert {r[0] for r in rows} == {lost.id, retry_due.id}
-    assert due_for_publishing(now, republish_after=60) == []  # marked: a second sweeper finds nothing
-    assert {fresh.id, retry_later.id}.isdisjoint(r[0] for r in rows)
+    assert [r[0] for r in due_retries(now)] == [retry_due.id]
+    assert [r[0] for r in stale(now, republish_after=60)] == [lost.id]
+    rows = due_retries(now) + stale(now, republish_after=60)
+    assert rows == []  # marked: a second sweeper finds nothing
+    fresh.refresh_from_db()
+    retry_later.refresh_from_db()
+    assert fresh.published_at == T0 + timedelta(seconds=50) and retry_later.published_at is None
 
 
 def test_sweeper_hands_back_runs_whose_worker_died(tenant, make_job):
