@@ -89,3 +89,24 @@ def test_worker_stops_cleanly_on_sigterm(tmp_path, make_tenant):
     os.killpg(worker.popen.pid, signal.SIGTERM)
     assert worker.popen.wait(30) == 0
     worker.stop()
+
+
+def test_a_failed_attempt_is_retried_through_the_database(tmp_path, make_tenant, make_job, target):
+    tenant = make_tenant(plan="enterprise")
+    queue = use_private_queue(tenant)
+    job = make_job(tenant, url=target.url("/flaky?fail=1&key=retry"), max_attempts=3,
+                   retry_initial_delay_seconds=1, retry_max_delay_seconds=1)
+    scheduler = start_scheduler(tmp_path, **FAST)
+    worker = start_worker(tmp_path, [queue], **FAST)
+    try:
+        execution = trigger_now(job)
+        wait_for(lambda: Execution.objects.get(id=execution.id).status == "succeeded", timeout=40,
+                 message="the retry to succeed")
+    finally:
+        scheduler.stop()
+        worker.stop()
+    execution.refresh_from_db()
+    assert execution.attempt == 2
+    assert list(execution.attempts.order_by("number").values_list("outcome", "response_status")) == [
+        ("failed", 503), ("succeeded", 200)]
+    assert [r.headers["webhook-id"] for r in target.requests_to("/flaky")] == [str(execution.id)] * 2
