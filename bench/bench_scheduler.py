@@ -1,0 +1,1062 @@
+"""Scheduler benchmark (issue 4): dispatch throughput, dispatch lag, RSS, and the
+django-celery-beat DatabaseScheduler as a baseline, on real PostgreSQL and Redis.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench \\
+    REDIS_URL=redis://127.0.0.1:6379/5 SECRET_KEY=bench \\
+    .venv/bin/python bench/bench_scheduler.py [--sizes 10000,100000,1000000] [--quick]
+
+The database named in DATABASE_URL is created and migrated when missing and its job and
+execution tables are emptied: it must be a database of its own (its name must contain
+"bench"). The Redis DB index of REDIS_URL is flushed between runs: it must not be 0 (the
+tests' index). Prints figures only; it never passes or fails on a timing. See
+bench/README.md for the method and the latest figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import os
+import platform
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+UTC = timezone.utc
+
+# --- the workload ------------------------------------------------------------------------
+
+# (expression, weight): minute-level and hourly jobs dominate real cron tables.
+CRON_EXPRESSIONS = [
+    ("*/5 * * * *", 12), ("0 * * * *", 12), ("* * * * *", 6), ("*/15 * * * *", 8),
+    ("0 3 * * *", 8), ("30 2 * * 1-5", 5), ("0 9 1 * *", 3), ("0 0 L * *", 2),
+    ("15 10 * * MON#2", 2), ("0 */6 * * *", 6), ("*/15 9-17 * * 1-5", 6), ("0 12 15W * *", 2),
+    ("@daily", 6), ("@hourly", 6), ("*/10 * * * *", 8), ("0 8,12,18 * * *", 5), ("0 0 * * SUN", 3),
+]
+# celery's crontab lacks L, W, # and macros: the beat baseline gets the nearest equivalent.
+BEAT_CRON = {
+    "0 0 L * *": "0 0 28-31 * *", "15 10 * * MON#2": "15 10 * * 1", "0 12 15W * *": "0 12 15 * *",
+    "@daily": "0 0 * * *", "@hourly": "0 * * * *",
+}
+INTERVALS = [(60, 10), (300, 20), (600, 15), (900, 10), (1800, 10), (3600, 20), (86400, 15)]
+TIMEZONES = [
+    ("UTC", 35), ("America/New_York", 12), ("Europe/London", 8), ("Europe/Berlin", 10),
+    ("Asia/Kolkata", 6), ("Asia/Tokyo", 6), ("America/Sao_Paulo", 5), ("Australia/Sydney", 5),
+    ("America/Los_Angeles", 8), ("Australia/Lord_Howe", 1), ("Asia/Kathmandu", 1), ("Europe/Paris", 3),
+]
+SCHEDULE_TYPES = [("cron", 75), ("interval", 22), ("once", 3)]
+MISFIRE = [("run_once", 90), ("run_all", 5), ("skip", 5)]
+OVERLAP = [("allow", 95), ("forbid", 5)]
+# (plan code, share of organizations, jobs weight per organization)
+PLANS = [("free", 50, 1), ("pro", 30, 8), ("business", 15, 40), ("enterprise", 5, 300)]
+JOBS_PER_ORG = 100          # organizations = max(20, N / JOBS_PER_ORG)
+SUSPENDED_ORGS = 0.01       # their jobs come due too, and advance without running
+DISABLED_JOBS = 0.03        # paused: in the table, not in the due index
+
+STEADY_RATE = 1000          # due jobs per second in the lag measurement
+BEAT_TASK = "bench.beat_job"
+
+
+def weighted(rng, pairs, k):
+    values, weights = zip(*pairs)
+    return rng.choices(values, weights=weights, k=k)
+
+
+# --- environment -------------------------------------------------------------------------
+
+def configure_environment():
+    db_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cronsvc_bench")
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/5")
+    db_name = urlsplit(db_url).path.lstrip("/")
+    if "bench" not in db_name:
+        sys.exit(f"refusing to run on database {db_name!r}: its tables are emptied; use e.g. cronsvc_bench")
+    redis_db = urlsplit(redis_url).path.lstrip("/") or "0"
+    if redis_db == "0":
+        sys.exit("refusing to use Redis DB 0 (the tests' index): it is flushed; use e.g. redis://.../5")
+    os.environ.update(DATABASE_URL=db_url, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="config.settings")
+    os.environ.setdefault("SECRET_KEY", "bench")
+    os.environ.pop("CELERY_BROKER_URL", None)
+    return db_url, db_name, redis_url
+
+
+def ensure_database(db_url, db_name):
+    import psycopg
+
+    parts = urlsplit(db_url)
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db_name]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{db_name}"')
+            log(f"created database {db_name}")
+
+
+def setup_django():
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def sql(statement, params=None, fetch=False):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        if fetch:
+            return cursor.fetchall()
+    return None
+
+
+def autocommit_sql(statement):
+    """VACUUM and friends cannot run inside a transaction; Django runs in autocommit."""
+    sql(statement)
+
+
+# --- loading -----------------------------------------------------------------------------
+
+def copy_rows(table, columns, lines):
+    """COPY text-format lines (already tab-separated, \\N for NULL) into table."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            buffer = io.StringIO()
+            for n, line in enumerate(lines, 1):
+                buffer.write(line)
+                buffer.write("\n")
+                if n % 20000 == 0:
+                    copy.write(buffer.getvalue())
+                    buffer = io.StringIO()
+            copy.write(buffer.getvalue())
+
+
+def ts(value):
+    return value.isoformat() if value is not None else "\\N"
+
+
+JOB_VARYING = [
+    "id", "name", "enabled", "paused_reason", "schedule_type", "cron_expression", "interval_seconds", "run_at",
+    "timezone", "start_at", "url", "method", "misfire_policy", "overlap_policy", "next_run_at", "created_at",
+    "updated_at", "organization_id", "project_id",
+]
+
+
+def copy_text(value):
+    """A database-ready value in COPY's text format."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if hasattr(value, "obj") and type(value).__name__.startswith("Json"):  # psycopg's Jsonb adapter
+        value = value.obj
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value)
+    text = str(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+class ModelCopy:
+    """COPY rows of a Django model. Every column the bench does not vary gets the model's
+    own default (computed once from an unsaved instance), so fields added to the models
+    later need no change here."""
+
+    def __init__(self, model, varying, **fixed):
+        from django.db import connection
+
+        template = model(**fixed)
+        fields = list(model._meta.concrete_fields)
+        self.table = model._meta.db_table
+        self.columns = [f.column for f in fields]
+        self.static = [
+            None if f.column in varying
+            else copy_text(f.get_db_prep_save(f.pre_save(template, add=True), connection))
+            for f in fields
+        ]
+        self.slots = [self.columns.index(column) for column in varying]
+
+    def line(self, values):
+        row = self.static.copy()
+        for index, value in zip(self.slots, values):
+            row[index] = value
+        return "\t".join(row)
+
+    def copy(self, rows):
+        copy_rows(self.table, self.columns, (self.line(values) for values in rows))
+
+
+@dataclass
+class Dataset:
+    n: int
+    orgs: int
+    enabled: int
+    load_seconds: float
+
+
+def reset_tables():
+    sql("TRUNCATE executions_attempt, executions_execution, jobs_job, projects_project, "
+        "accounts_organization, bench_job CASCADE")
+    sql("TRUNCATE django_celery_beat_periodictask, django_celery_beat_crontabschedule, "
+        "django_celery_beat_intervalschedule, django_celery_beat_clockedschedule CASCADE")
+
+
+def load_jobs(n, seed=4):
+    """N jobs across many organizations on every plan; none due (next_run_at from tomorrow
+    on). bench_job(id, k) numbers the enabled jobs 0..M-1 in random order: the phases make
+    jobs due by k."""
+    from apps.accounts.models import Organization
+    from apps.billing.models import Plan
+    from apps.jobs.models import Job
+    from apps.projects.models import Project
+    from cronsvc.ids import uuid7
+
+    rng = random.Random(seed)
+    started = time.monotonic()
+    sql("CREATE TABLE IF NOT EXISTS bench_job (id uuid PRIMARY KEY, k integer UNIQUE NOT NULL)")
+    reset_tables()
+    plans = {p.code: p.id for p in Plan.objects.all()}
+    now = datetime.now(UTC).replace(microsecond=0)
+    created = (now - timedelta(days=30)).isoformat()
+
+    n_orgs = max(20, n // JOBS_PER_ORG)
+    org_plan = weighted(rng, [(code, share) for code, share, _ in PLANS], n_orgs)
+    org_weight = {code: w for code, _, w in PLANS}
+    base_ms = int(now.timestamp() * 1000) - 30 * 86400 * 1000
+    orgs = [(uuid7(base_ms + i), uuid7(base_ms + i), plan) for i, plan in enumerate(org_plan)]
+    suspended = set(rng.sample(range(n_orgs), max(1, int(n_orgs * SUSPENDED_ORGS))))
+    ModelCopy(Organization, ["id", "name", "slug", "plan_id", "suspended", "created_at"]).copy(
+        (str(oid), f"Org {i}", f"org-{i}", str(plans[plan]), "t" if i in suspended else "f", created)
+        for i, (oid, _, plan) in enumerate(orgs)
+    )
+    ModelCopy(Project, ["id", "organization_id", "name", "slug", "created_at"]).copy(
+        (str(pid), str(oid), "Default", "default", created) for oid, pid, _ in orgs
+    )
+
+    org_of_job = rng.choices(range(n_orgs), weights=[org_weight[p] for _, _, p in orgs], k=n)
+    kinds = weighted(rng, SCHEDULE_TYPES, n)
+    crons = weighted(rng, CRON_EXPRESSIONS, n)
+    intervals = weighted(rng, INTERVALS, n)
+    zones = weighted(rng, TIMEZONES, n)
+    misfire = weighted(rng, MISFIRE, n)
+    overlap = weighted(rng, OVERLAP, n)
+    # Not due during the benchmark: next_run_at spread over a week from tomorrow on.
+    far = now + timedelta(days=1)
+    job_ids = [uuid7(base_ms + 10_000_000 + i) for i in range(n)]
+    eligible = []
+
+    def lines():
+        for i in range(n):
+            kind = kinds[i]
+            enabled = rng.random() >= DISABLED_JOBS
+            org = org_of_job[i]
+            oid, pid, _ = orgs[org]
+            next_at = far + timedelta(seconds=rng.randrange(7 * 86400))
+            cron = crons[i] if kind == "cron" else ""
+            interval = str(intervals[i]) if kind == "interval" else "\\N"
+            start = ts(next_at) if kind == "interval" else "\\N"
+            run_at = ts(next_at) if kind == "once" else "\\N"
+            if enabled:
+                eligible.append(job_ids[i])
+            yield (
+                str(job_ids[i]), f"job {i}", "t" if enabled else "f", "" if enabled else "paused", kind, cron,
+                interval, run_at, zones[i], start, f"https://hooks.example.com/{i}", "POST" if i % 4 == 0 else "GET",
+                misfire[i], overlap[i], ts(next_at) if enabled else "\\N", created, created, str(oid), str(pid),
+            )
+
+    ModelCopy(Job, JOB_VARYING, jitter_seconds=0).copy(lines())
+    rng.shuffle(eligible)
+    copy_rows("bench_job", ["id", "k"], (f"{job_id}\t{k}" for k, job_id in enumerate(eligible)))
+    autocommit_sql("VACUUM ANALYZE jobs_job")
+    autocommit_sql("VACUUM ANALYZE bench_job")
+    autocommit_sql("VACUUM ANALYZE accounts_organization")
+    return Dataset(n=n, orgs=n_orgs, enabled=len(eligible), load_seconds=time.monotonic() - started)
+
+
+def reset_jobs(touched):
+    """Between runs: no executions, the jobs an earlier run made due (k < touched) back in
+    the far future, and the table vacuumed (autovacuum is off on the reference machine)
+    so every run sees the same table. Returns the UPDATE's time per row."""
+    sql("TRUNCATE executions_attempt, executions_execution CASCADE")
+    started = time.monotonic()
+    schedule_jobs(touched, "%s::timestamptz", [datetime.now(UTC) + timedelta(days=1)])
+    per_row = (time.monotonic() - started) / max(1, touched)
+    autocommit_sql("VACUUM ANALYZE jobs_job")
+    return per_row
+
+
+def schedule_jobs(count, at_of_k_sql, params):
+    """Jobs k < count come due at ``at_of_k_sql`` (an SQL expression of b.k); interval
+    jobs are anchored there and one-off jobs run there, so their next occurrence after
+    it lies at least a minute later."""
+    sql(
+        f"""
+        UPDATE jobs_job AS j SET
+            next_run_at = v.at,
+            start_at = CASE WHEN j.schedule_type = 'interval' THEN v.at ELSE j.start_at END,
+            run_at = CASE WHEN j.schedule_type = 'once' THEN v.at ELSE j.run_at END,
+            expired_at = NULL
+        FROM (SELECT b.id, {at_of_k_sql} AS at FROM bench_job b WHERE b.k < %s) AS v
+        WHERE j.id = v.id
+        """,
+        [*params, count],
+    )
+
+
+def any_due(at):
+    """Is a job due at ``at`` still unclaimed? (EXISTS: cheap while many are left.)"""
+    return sql("SELECT EXISTS (SELECT 1 FROM jobs_job WHERE enabled AND next_run_at <= %s)", [at], fetch=True)[0][0]
+
+
+def warm_up(ctx, count=1000):
+    """Let freshly started schedulers dispatch ``count`` jobs once, then forget them: the
+    figures are about a running scheduler, not about its first tick (connecting to the
+    broker, loading the timezones' transitions: ~0.2 s once per process)."""
+    schedule_jobs(count, "%s::timestamptz", [datetime.now(UTC) - timedelta(seconds=1)])
+    deadline = time.time() + 60
+    while any_due(datetime.now(UTC)) and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.3)  # the last tick publishes after its commit
+    sql("TRUNCATE executions_attempt, executions_execution CASCADE")
+    schedule_jobs(count, "%s::timestamptz", [datetime.now(UTC) + timedelta(days=1)])
+    ctx.broker.flush()
+
+
+def queued_count():
+    return sql("SELECT count(*) FROM executions_execution WHERE status = 'queued'", fetch=True)[0][0]
+
+
+# --- Redis -------------------------------------------------------------------------------
+
+class Broker:
+    def __init__(self, url):
+        import redis
+
+        self.client = redis.Redis.from_url(url)
+
+    def flush(self):
+        self.client.flushdb()
+
+    def queues(self):
+        from apps.billing.models import Plan
+
+        return sorted(set(Plan.objects.values_list("queue", flat=True)) | {"default", "celery"})
+
+    def drain(self, queues):
+        """Take every pending message out of the queues (atomically per call)."""
+        pipe = self.client.pipeline(transaction=True)
+        for queue in queues:
+            pipe.lrange(queue, 0, -1)
+            pipe.delete(queue)
+        replies = pipe.execute()
+        return [raw for reply in replies[0::2] for raw in reply]
+
+    def count(self, queues):
+        pipe = self.client.pipeline(transaction=False)
+        for queue in queues:
+            pipe.llen(queue)
+        return sum(pipe.execute())
+
+
+def message_ids(raw):
+    message = json.loads(raw)
+    body = message["body"]
+    if message.get("properties", {}).get("body_encoding") == "base64":
+        body = base64.b64decode(body)
+    args = json.loads(body)[0]
+    return args[0] if args and isinstance(args[0], list) else args
+
+
+# --- processes ---------------------------------------------------------------------------
+
+class Child:
+    def __init__(self, args, env, log_path, cwd=ROOT):
+        self.log_path = log_path
+        self.log = open(log_path, "ab")
+        self.started = time.time()
+        self.popen = subprocess.Popen(args, cwd=cwd, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+
+    def memory(self):
+        """(VmHWM, VmRSS) in MiB, read from /proc."""
+        values = {}
+        try:
+            with open(f"/proc/{self.popen.pid}/status") as status:
+                for line in status:
+                    if line.startswith(("VmHWM:", "VmRSS:")):
+                        key, amount, _unit = line.split()
+                        values[key[:-1]] = int(amount) / 1024
+        except FileNotFoundError:
+            pass
+        return values.get("VmHWM", float("nan")), values.get("VmRSS", float("nan"))
+
+    def stop(self, timeout=20):
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+        self.log.close()
+        return self.popen.returncode
+
+    def alive(self):
+        return self.popen.poll() is None
+
+
+def child_env(**extra):
+    env = dict(os.environ)
+    env.update(PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def start_schedulers(count, workdir, tag, extra_env):
+    env = child_env(SWEEPER_REPUBLISH_AFTER=3600, **extra_env)
+    return [
+        Child([sys.executable, "manage.py", "run_scheduler"], env, workdir / f"{tag}-s{i}.log")
+        for i in range(count)
+    ]
+
+
+def wait_connected(children, deadline):
+    """Until every scheduler has its database connection (its loop has started)."""
+    pids = {c.popen.pid for c in children}
+    while time.time() < deadline:
+        backends = sql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND backend_type = 'client backend' AND pid <> pg_backend_pid()", fetch=True)[0][0]
+        if backends >= len(pids):
+            return True
+        if not all(c.alive() for c in children):
+            raise RuntimeError("a scheduler died: " + ", ".join(str(c.log_path) for c in children))
+        time.sleep(0.1)
+    return False
+
+
+class CpuMeter:
+    """CPU used by processes that are not part of the benchmark (other people's test
+    runs on a shared machine), from /proc: the figures are only as good as the machine
+    is quiet, so every run reports it, and runs wait for a quiet machine first.
+
+    Ours: the bench process, its children, PostgreSQL's background processes and the
+    backends of the bench database, Redis. Everything else is foreign."""
+
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, db_name):
+        self.db_name = db_name
+        self.ours = {os.getpid()}
+
+    @staticmethod
+    def _processes():
+        found = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    stat = handle.read()
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b")") + 2:].split()
+            found[int(entry)] = (cmdline, int(fields[11]) + int(fields[12]))
+        return found
+
+    def _is_ours(self, pid, cmdline):
+        if pid in self.ours or not cmdline:  # kernel threads have no command line
+            return True
+        if cmdline.startswith("postgres: "):
+            # a backend reads "postgres: 15/main: <user> <database> <client(port)> <state>";
+            # background processes (checkpointer, walwriter, ...) serve every database.
+            words = cmdline.split()
+            backend = len(words) >= 5 and ("(" in words[4] or words[4] == "[local]")
+            return not backend or words[3] == self.db_name
+        return cmdline.startswith(("redis-server", "/usr/lib/postgresql"))
+
+    def start(self, pids=()):
+        self.ours.update(pids)
+        self.t0 = time.monotonic()
+        self.before = self._processes()
+
+    def foreign_share(self, pids=()):
+        """Share of the machine's CPU (0..1) used by foreign processes since start()."""
+        self.ours.update(pids)
+        after = self._processes()
+        elapsed = time.monotonic() - self.t0
+        foreign = 0
+        for pid, (cmdline, ticks) in after.items():
+            if self._is_ours(pid, cmdline):
+                continue
+            foreign += ticks - self.before.get(pid, ("", 0))[1] if pid in self.before else ticks
+        return foreign / self.TICK / max(1e-9, elapsed * (os.cpu_count() or 1))
+
+    def wait_quiet(self, threshold, timeout):
+        """Wait (at most ``timeout`` s) until foreign processes use less than
+        ``threshold`` of the machine over a 2-second sample. Returns the last sample."""
+        deadline = time.monotonic() + timeout
+        announced = False
+        while True:
+            self.start()
+            time.sleep(2.0)
+            share = self.foreign_share()
+            if share < threshold or time.monotonic() > deadline:
+                if announced or share >= threshold:
+                    log(f"  machine {'quiet' if share < threshold else 'still busy'}: other processes use "
+                        f"{share:.0%} of the CPUs")
+                return share
+            if not announced:
+                log(f"  waiting for a quiet machine: other processes use {share:.0%} of the CPUs")
+                announced = True
+
+
+def sleep_until(moment):
+    delay = moment - time.time()
+    if delay > 0:
+        time.sleep(delay)
+
+
+@dataclass
+class Context:
+    broker: Broker
+    queues: list
+    workdir: Path
+    extra_env: dict
+    cpu: CpuMeter
+    quiet: float          # wait for foreign CPU below this share before a run (0: never)
+    quiet_timeout: float
+
+    def prepare(self):
+        """Before a run: an empty broker, a quiet machine, and a checkpoint so every run
+        starts in the same WAL state (after a checkpoint each page's first change is
+        logged in full, which is also PostgreSQL's steady state for a table this hot)."""
+        self.broker.flush()
+        if self.quiet:
+            self.cpu.wait_quiet(self.quiet, self.quiet_timeout)
+        autocommit_sql("CHECKPOINT")
+
+
+# --- phase 1: throughput -----------------------------------------------------------------
+
+@dataclass
+class ThroughputRun:
+    procs: int
+    due: int
+    dispatched: int
+    seconds: float
+    rss_peak: list = field(default_factory=list)
+    duplicates: int = 0
+    on_time_start: bool = True
+    foreign: float = 0.0
+
+    @property
+    def rate(self):
+        return self.dispatched / self.seconds if self.seconds else 0.0
+
+
+def run_throughput(ctx, due, procs, tag, timeout):
+    """``due`` jobs all come due at the same instant T; ``procs`` schedulers, started
+    beforehand and idle, dispatch them. Measured from outside: from T until every queued
+    execution in the database has arrived in Redis (the bench empties the queues as it
+    goes and counts distinct ids, so a double publish would show)."""
+    update_per_row = reset_jobs(due)
+    ctx.prepare()
+    children = start_schedulers(procs, ctx.workdir, tag, ctx.extra_env)
+    seen = set()
+    duplicates = 0
+    try:
+        wait_connected(children, time.time() + 60)
+        warm_up(ctx)
+        # T leaves time for the UPDATE (as long as the same one in reset_jobs, with some
+        # room) and for idle schedulers, who look at the due index every second at most.
+        burst_at = datetime.now(UTC) + timedelta(seconds=1.5 + 2 * due * update_per_row)
+        schedule_jobs(due, "%s::timestamptz", [burst_at])
+        committed = time.time()
+        t0 = max(burst_at.timestamp(), committed)
+        sleep_until(t0)
+        ctx.cpu.start([c.popen.pid for c in children])
+        expected = None
+        last_check = 0.0
+        last_arrival = t0
+        while True:
+            now = time.time()
+            raws = ctx.broker.drain(ctx.queues)
+            if raws:
+                last_arrival = time.time()
+                for raw in raws:
+                    for execution_id in message_ids(raw):
+                        if execution_id in seen:
+                            duplicates += 1
+                        seen.add(execution_id)
+            if expected is None and now - last_check > 0.5:
+                last_check = now
+                if not any_due(burst_at):
+                    expected = queued_count()
+            if expected is not None and len(seen) >= expected:
+                break
+            if now - t0 > timeout:
+                log(f"  timeout: {len(seen)} published, expected {expected}")
+                break
+            time.sleep(0.02)
+        foreign = ctx.cpu.foreign_share()
+        rss = [c.memory()[0] for c in children]
+    finally:
+        codes = [c.stop() for c in children]
+    if any(code != 0 for code in codes):
+        log(f"  warning: scheduler exit codes {codes} (logs in {ctx.workdir})")
+    return ThroughputRun(procs=procs, due=due, dispatched=len(seen), seconds=last_arrival - t0, rss_peak=rss,
+                         duplicates=duplicates, on_time_start=committed <= burst_at.timestamp(), foreign=foreign)
+
+
+# --- phase 2: lag at a steady rate -------------------------------------------------------
+
+@dataclass
+class LagRun:
+    procs: int
+    jobs: int
+    seconds: float
+    dispatched: int
+    p50: float
+    p99: float
+    max: float
+    rate: float
+    rss_peak: list = field(default_factory=list)
+    foreign: float = 0.0
+
+
+def run_lag(ctx, eligible, procs, tag, duration, touched):
+    """STEADY_RATE jobs come due each second for ``duration`` seconds (evenly spread);
+    the bench pops messages as they arrive (BLPOP) and stamps their arrival, an upper
+    bound of their publish time. lag = arrival - scheduled_for (jitter 0). The window
+    lies inside one wall-clock minute so no cron job comes due a second time in it."""
+    jobs = min(eligible, int(STEADY_RATE * duration))
+    duration = jobs / STEADY_RATE
+    update_per_row = reset_jobs(touched)
+    ctx.prepare()
+    children = start_schedulers(procs, ctx.workdir, tag, ctx.extra_env)
+    arrivals = []  # (arrival, [ids])
+    try:
+        wait_connected(children, time.time() + 60)
+        warm_up(ctx)
+        now = time.time()
+        start = (now // 60 + 1) * 60 + 2
+        if start - now < 2 + 2 * jobs * update_per_row:
+            start += 60
+        schedule_jobs(jobs, "%s::timestamptz + b.k * interval '1 microsecond' * %s",
+                      [datetime.fromtimestamp(start, UTC), 1e6 / STEADY_RATE])
+        sleep_until(start)
+        ctx.cpu.start([c.popen.pid for c in children])
+        end = start + duration
+        expected = None
+        last_check = 0.0
+        received = 0
+        while True:
+            item = ctx.broker.client.blpop(ctx.queues, timeout=0.2)
+            now = time.time()
+            if item is not None:
+                ids = message_ids(item[1])
+                arrivals.append((now, ids))
+                received += len(ids)
+            if now > end and now - last_check > 0.5 and expected is None:
+                last_check = now
+                if not any_due(datetime.fromtimestamp(end, UTC)):
+                    expected = queued_count()
+            if expected is not None and received >= expected:
+                break
+            if now > end + 60:
+                log(f"  lag run timeout: {received} received, expected {expected}")
+                break
+        foreign = ctx.cpu.foreign_share()
+        rss = [c.memory()[0] for c in children]
+    finally:
+        for c in children:
+            c.stop()
+    due_of = dict(sql("SELECT id::text, scheduled_for FROM executions_execution WHERE status = 'queued'",
+                      fetch=True))
+    lags = sorted(arrival - due_of[i].timestamp() for arrival, ids in arrivals for i in ids if i in due_of)
+    if not lags:
+        return LagRun(procs, jobs, duration, 0, float("nan"), float("nan"), float("nan"), 0.0, rss, foreign)
+    first_due = min(due_of[i].timestamp() for _, ids in arrivals for i in ids if i in due_of)
+    last = max(arrival for arrival, _ in arrivals)
+    return LagRun(
+        procs=procs, jobs=jobs, seconds=duration, dispatched=len(lags),
+        p50=percentile(lags, 50), p99=percentile(lags, 99), max=lags[-1],
+        rate=len(lags) / max(1e-9, last - first_due), rss_peak=rss, foreign=foreign,
+    )
+
+
+def percentile(sorted_values, pct):
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, round(pct / 100 * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+# --- phase 3: django-celery-beat baseline ------------------------------------------------
+
+@dataclass
+class BeatRun:
+    tasks: int
+    due: int
+    startup: float
+    published: int
+    rate: float
+    window: float
+    rss_peak: float
+    finished: bool
+    foreign: float = 0.0
+
+
+def load_beat_tasks(due):
+    """One PeriodicTask per enabled job (same schedules, same plan queues; disabled for a
+    suspended organization); the same ``due`` jobs (k < due) are overdue, the others ran
+    just now. Returns (tasks, enabled tasks due)."""
+    from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
+
+    sql("TRUNCATE django_celery_beat_periodictask, django_celery_beat_crontabschedule, "
+        "django_celery_beat_intervalschedule, django_celery_beat_clockedschedule CASCADE")
+    rows = sql(
+        """SELECT j.id::text, b.k, j.schedule_type, j.cron_expression, j.interval_seconds, j.timezone,
+                  p.queue, o.suspended
+           FROM jobs_job j JOIN bench_job b ON b.id = j.id
+           JOIN accounts_organization o ON o.id = j.organization_id JOIN billing_plan p ON p.id = o.plan_id
+           ORDER BY b.k""",
+        fetch=True,
+    )
+    crontabs, intervals = {}, {}
+    for _, _, kind, expression, seconds, zone, _, _ in rows:
+        if kind == "cron":
+            key = (BEAT_CRON.get(expression, expression), zone)
+            if key not in crontabs:
+                minute, hour, dom, month, dow = key[0].split()
+                crontabs[key] = CrontabSchedule.objects.create(
+                    minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow,
+                    timezone=zone).id
+        elif kind == "interval" and seconds not in intervals:
+            intervals[seconds] = IntervalSchedule.objects.create(every=seconds, period="seconds").id
+    now = datetime.now(UTC)
+    overdue = ts(now - timedelta(days=40))
+    recent = ts(now)
+    once_rows = [r for r in rows if r[2] == "once"]
+    clocked = ClockedSchedule.objects.bulk_create(
+        [ClockedSchedule(clocked_time=now - timedelta(minutes=1) if r[1] < due else now + timedelta(days=2))
+         for r in once_rows])
+    clocked_of = {r[0]: c.id for r, c in zip(once_rows, clocked)}
+
+    def lines():
+        for job_id, k, kind, expression, seconds, zone, queue, suspended in rows:
+            crontab = crontabs.get((BEAT_CRON.get(expression, expression), zone)) if kind == "cron" else None
+            interval = intervals.get(seconds) if kind == "interval" else None
+            clock = clocked_of.get(job_id)
+            last_run = overdue if k < due else recent
+            yield "\t".join((
+                f"job-{job_id}", BEAT_TASK, json.dumps([job_id]), "{}", queue, "\\N", "\\N", "\\N",
+                "f" if suspended else "t",
+                "\\N" if clock else last_run, "0", recent, "",
+                str(crontab) if crontab else "\\N", str(interval) if interval else "\\N", "\\N",
+                "t" if clock else "f", "\\N", "\\N", "{}", str(clock) if clock else "\\N", "\\N",
+            ))
+
+    copy_rows(
+        "django_celery_beat_periodictask",
+        ["name", "task", "args", "kwargs", "queue", "exchange", "routing_key", "expires", "enabled",
+         "last_run_at", "total_run_count", "date_changed", "description", "crontab_id", "interval_id",
+         "solar_id", "one_off", "start_time", "priority", "headers", "clocked_id", "expire_seconds"],
+        lines(),
+    )
+    sql("DELETE FROM django_celery_beat_periodictasks")
+    autocommit_sql("VACUUM ANALYZE django_celery_beat_periodictask")
+    return len(rows), sum(1 for row in rows if row[1] < due and not row[7])
+
+
+def run_beat(ctx, tasks, due, tag, window):
+    """celery beat with django-celery-beat's DatabaseScheduler on the same broker: start-up
+    (spawn to first message), messages per second while due entries remain, peak RSS."""
+    ctx.prepare()
+    env = child_env()
+    beat_dir = Path(tempfile.mkdtemp(prefix="beat-", dir=ctx.workdir))
+    args = [str(Path(sys.executable).with_name("celery")), "-A", "config", "beat", "--scheduler",
+            "django_celery_beat.schedulers:DatabaseScheduler", "--loglevel", "INFO",
+            "--pidfile", str(beat_dir / "beat.pid")]
+    child = Child(args, env, ctx.workdir / f"{tag}-beat.log", cwd=beat_dir)
+    ctx.cpu.start([child.popen.pid])
+    spawned = child.started
+    first = last_growth = None
+    count = last_count = 0
+    try:
+        while True:
+            now = time.time()
+            count = ctx.broker.count(ctx.queues)
+            if count and first is None:
+                first = now
+            if count > last_count:
+                last_growth, last_count = now, count
+            if not child.alive():
+                log("  beat exited early: see " + str(child.log_path))
+                break
+            if count >= due or now - spawned > window:
+                break
+            time.sleep(0.05)
+        foreign = ctx.cpu.foreign_share()
+        rss = child.memory()[0]
+    finally:
+        child.stop(timeout=30)
+    if first is None:
+        return BeatRun(tasks, due, float("nan"), 0, 0.0, window, rss, False, foreign)
+    span = (last_growth or first) - first
+    rate = last_count / span if span > 0 else float("nan")
+    return BeatRun(tasks=tasks, due=due, startup=first - spawned, published=last_count, rate=rate,
+                   window=span, rss_peak=rss, finished=last_count >= due, foreign=foreign)
+
+
+# --- reporting ---------------------------------------------------------------------------
+
+def machine():
+    mem_kb = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor())
+    pg = sql("SHOW server_version", fetch=True)[0][0]
+    import celery
+    from django.conf import settings
+    import django
+    import django_celery_beat
+    import redis as redis_py
+
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "memory": f"{mem_kb / 1024 / 1024:.1f} GiB",
+        "python": platform.python_version(),
+        "postgres": pg,
+        "redis": redis_py.Redis.from_url(os.environ["REDIS_URL"]).info("server")["redis_version"],
+        "versions": f"Django {django.__version__}, Celery {celery.__version__}, "
+                    f"django-celery-beat {django_celery_beat.__version__}",
+        "autovacuum": sql("SHOW autovacuum", fetch=True)[0][0],
+        "synchronous_commit": sql("SHOW synchronous_commit", fetch=True)[0][0],
+        "shared_buffers": sql("SHOW shared_buffers", fetch=True)[0][0],
+        "batch_size": settings.SCHEDULER_BATCH_SIZE,
+    }
+
+
+def fmt(value, digits=0):
+    if value is None or value != value:
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def render(meta, args, datasets, throughput, lags, beats):
+    out = []
+    out.append(f"cronsvc scheduler benchmark — {meta['date']}{' (--quick)' if args.quick else ''}")
+    out.append(f"machine: {meta['nproc']} CPUs ({meta['cpu']}), {meta['memory']} RAM; Python {meta['python']}, "
+               f"PostgreSQL {meta['postgres']} (autovacuum {meta['autovacuum']}, synchronous_commit "
+               f"{meta['synchronous_commit']}, shared_buffers {meta['shared_buffers']}), Redis {meta['redis']}; "
+               f"{meta['versions']}")
+    out.append(f"scheduler: batch size {args.batch_size or meta['batch_size']}, {args.repeat} run(s) per cell "
+               f"(median shown); 'other load' = CPU share used by processes outside the benchmark during the run")
+    out.append("")
+    out.append("Data sets")
+    out.append("")
+    out.append("| jobs | organizations | enabled jobs | load time (COPY) |")
+    out.append("|---:|---:|---:|---:|")
+    for d in datasets:
+        out.append(f"| {d.n:,} | {d.orgs:,} | {d.enabled:,} | {d.load_seconds:.1f} s |")
+    out.append("")
+    out.append("Dispatch throughput: `due` jobs come due at the same instant; executions created and published to Redis")
+    out.append("")
+    out.append("| jobs | due | schedulers | dispatches/s (median) | runs | time to drain (median) "
+               "| peak RSS per scheduler | other load |")
+    out.append("|---:|---:|---:|---:|---|---:|---:|---:|")
+    for (n, procs), runs in throughput.items():
+        rates = [r.rate for r in runs]
+        med = statistics.median(rates)
+        secs = statistics.median([r.seconds for r in runs])
+        rss = max(max(r.rss_peak) for r in runs)
+        flags = ""
+        if any(r.duplicates for r in runs):
+            flags += f" DUPLICATES={sum(r.duplicates for r in runs)}"
+        if any(r.dispatched < r.due * 0.5 for r in runs):
+            flags += " (incomplete)"
+        if not all(r.on_time_start for r in runs):
+            flags += " (late start)"
+        out.append(f"| {n:,} | {runs[0].due:,} | {procs} | **{fmt(med)}**{flags} | "
+                   f"{', '.join(fmt(x) for x in rates)} | {secs:.2f} s | {rss:.0f} MiB | "
+                   f"{', '.join(f'{r.foreign:.0%}' for r in runs)} |")
+    out.append("")
+    if lags:
+        out.append(f"Dispatch lag at a steady {STEADY_RATE:,} due jobs/s "
+                   "(lag = arrival in Redis - scheduled_for, jitter 0; arrival bounds the publish time from above)")
+        out.append("")
+        out.append("| jobs | schedulers | window | dispatched | achieved rate | lag p50 | lag p99 | lag max "
+                   "| peak RSS | other load |")
+        out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n, lag in lags:
+            out.append(f"| {n:,} | {lag.procs} | {lag.seconds:.0f} s | {lag.dispatched:,} | {fmt(lag.rate)}/s | "
+                       f"{lag.p50 * 1000:.0f} ms | **{lag.p99 * 1000:.0f} ms** | {lag.max * 1000:.0f} ms | "
+                       f"{max(lag.rss_peak):.0f} MiB | {lag.foreign:.0%} |")
+        out.append("")
+    rss_rows = [(n, max(max(r.rss_peak) for r in runs)) for (n, procs), runs in throughput.items() if procs == 1]
+    if rss_rows:
+        out.append("Scheduler peak RSS (VmHWM) vs. N, 1 scheduler after draining the burst: "
+                   + ", ".join(f"{n:,} jobs: {rss:.0f} MiB" for n, rss in rss_rows))
+        out.append("")
+    if beats:
+        out.append("django-celery-beat DatabaseScheduler baseline: one PeriodicTask per job (same schedules, "
+                   "same due set, same queues and broker), `celery beat` bounded in time")
+        out.append("")
+        out.append("| jobs | periodic tasks | due | start-up (spawn to 1st message) | messages published | over "
+                   "| messages/s | peak RSS | other load | cronsvc, 1 scheduler | cronsvc ÷ beat |")
+        out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n, beat in beats:
+            ours = throughput.get((n, 1))
+            ours_rate = statistics.median([r.rate for r in ours]) if ours else float("nan")
+            ratio = ours_rate / beat.rate if beat.rate and beat.rate == beat.rate else float("nan")
+            out.append(f"| {n:,} | {beat.tasks:,} | {beat.due:,} | {fmt(beat.startup, 1)} s | {beat.published:,}"
+                       f"{'' if beat.finished else ' (bounded)'} | {beat.window:.0f} s | {fmt(beat.rate, 1)} | "
+                       f"{beat.rss_peak:.0f} MiB | {beat.foreign:.0%} | {fmt(ours_rate)}/s | **{fmt(ratio, 0)}×** |")
+        out.append("")
+    return "\n".join(out)
+
+
+README_START = "<!-- figures:start -->"
+README_END = "<!-- figures:end -->"
+
+
+def write_readme(text, command):
+    path = ROOT / "bench" / "README.md"
+    block = f"{README_START}\nLatest full run, produced by\n\n```sh\n{command}\n```\n\n{text}\n{README_END}"
+    if path.exists():
+        current = path.read_text()
+        if README_START in current and README_END in current:
+            head, rest = current.split(README_START, 1)
+            _, tail = rest.split(README_END, 1)
+            path.write_text(head + block + tail)
+            return
+        path.write_text(current.rstrip() + "\n\n## Figures\n\n" + block + "\n")
+        return
+    path.write_text("# Benchmarks\n\n## Figures\n\n" + block + "\n")
+
+
+# --- main --------------------------------------------------------------------------------
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="numbers of jobs, comma-separated")
+    parser.add_argument("--quick", action="store_true", help="10k jobs, one run per cell, short lag and beat runs")
+    parser.add_argument("--procs", default="1,2,4", help="scheduler process counts")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per throughput cell (median)")
+    parser.add_argument("--max-due", type=int, default=200_000, help="cap on jobs due at once")
+    parser.add_argument("--batch-size", type=int, default=None, help="SCHEDULER_BATCH_SIZE for the schedulers")
+    parser.add_argument("--lag-seconds", type=float, default=45.0, help="steady-load window (<= 55)")
+    parser.add_argument("--lag-procs", default="1", help="scheduler counts for the lag measurement")
+    parser.add_argument("--beat-sizes", default="10000,100000", help="sizes that also run the beat baseline")
+    parser.add_argument("--beat-seconds", type=float, default=90.0, help="bound on each beat run")
+    parser.add_argument("--skip-beat", action="store_true")
+    parser.add_argument("--quiet", type=float, default=0.25,
+                        help="before each run, wait until other processes use less than this share of the CPUs (0: don't)")
+    parser.add_argument("--quiet-timeout", type=float, default=300.0, help="longest wait for a quiet machine (s)")
+    parser.add_argument("--retries", type=int, default=2,
+                        help="runs repeated when other processes used more than --quiet of the CPUs meanwhile")
+    parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=None,
+                        help="write the figures into bench/README.md (default: yes unless --quick)")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes = "10000"
+        args.repeat = 1
+        args.lag_seconds = min(args.lag_seconds, 10.0)
+        args.beat_seconds = min(args.beat_seconds, 40.0)
+        args.beat_sizes = "10000"
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    procs_list = [int(p) for p in args.procs.split(",") if p]
+    lag_procs = [int(p) for p in args.lag_procs.split(",") if p]
+    beat_sizes = set() if args.skip_beat else {int(s) for s in args.beat_sizes.split(",") if s}
+    args.lag_seconds = min(args.lag_seconds, 55.0)
+
+    db_url, db_name, redis_url = configure_environment()
+    ensure_database(db_url, db_name)
+    setup_django()
+    meta = machine()
+    broker = Broker(redis_url)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-scheduler-"))
+    extra_env = {"SCHEDULER_BATCH_SIZE": args.batch_size} if args.batch_size else {}
+    ctx = Context(broker=broker, queues=broker.queues(), workdir=workdir, extra_env=extra_env,
+                  cpu=CpuMeter(db_name), quiet=args.quiet, quiet_timeout=args.quiet_timeout)
+    log(f"logs of the child processes: {workdir}")
+
+    def measured(label, run):
+        """Run; repeat (at most --retries times) when other processes loaded the machine."""
+        for attempt in range(args.retries + 1):
+            result = run()
+            if not args.quiet or result.foreign < args.quiet or attempt == args.retries:
+                return result
+            log(f"  {label}: other processes used {result.foreign:.0%} of the CPUs meanwhile; measuring again")
+        return result
+
+    datasets, throughput, lags, beats = [], {}, [], []
+    started = time.monotonic()
+    for n in sizes:
+        log(f"loading {n:,} jobs")
+        dataset = load_jobs(n)
+        datasets.append(dataset)
+        log(f"  {dataset.enabled:,} enabled jobs in {dataset.orgs:,} organizations, {dataset.load_seconds:.1f} s")
+        due = min(dataset.enabled, args.max_due)
+        for procs in procs_list:
+            runs = []
+            for rep in range(args.repeat):
+                run = measured(f"n={n:,} procs={procs}", lambda: run_throughput(
+                    ctx, due, procs, f"n{n}-p{procs}-r{rep}", timeout=max(120.0, due / 500)))
+                log(f"  throughput n={n:,} due={due:,} procs={procs}: {run.dispatched:,} in {run.seconds:.2f} s "
+                    f"= {run.rate:,.0f}/s, RSS {', '.join(f'{r:.0f}' for r in run.rss_peak)} MiB, "
+                    f"other load {run.foreign:.0%}"
+                    f"{'' if run.on_time_start else ' (schedulers started late)'}"
+                    f"{f', {run.duplicates} DUPLICATES' if run.duplicates else ''}")
+                runs.append(run)
+            throughput[(n, procs)] = runs
+        for procs in lag_procs:
+            lag = measured(f"lag n={n:,}", lambda: run_lag(
+                ctx, dataset.enabled, procs, f"n{n}-lag-p{procs}", args.lag_seconds, touched=due))
+            log(f"  lag n={n:,} procs={procs}: {lag.dispatched:,} runs at {lag.rate:,.0f}/s, p50 {lag.p50 * 1000:.0f} ms, "
+                f"p99 {lag.p99 * 1000:.0f} ms, max {lag.max * 1000:.0f} ms, other load {lag.foreign:.0%}")
+            lags.append((n, lag))
+        if n in beat_sizes:
+            tasks, beat_due = load_beat_tasks(due)
+            beat = measured(f"beat n={n:,}", lambda: run_beat(ctx, tasks, beat_due, f"n{n}", args.beat_seconds))
+            log(f"  beat n={n:,}: start-up {beat.startup:.1f} s, {beat.published:,} messages in {beat.window:.0f} s "
+                f"= {fmt(beat.rate, 1)}/s, RSS {beat.rss_peak:.0f} MiB, other load {beat.foreign:.0%}")
+            beats.append((n, beat))
+            sql("TRUNCATE django_celery_beat_periodictask CASCADE")
+    broker.flush()
+    text = render(meta, args, datasets, throughput, lags, beats)
+    text += f"\ntotal benchmark time: {(time.monotonic() - started) / 60:.1f} min\n"
+    print()
+    print(text)
+    write = (not args.quick) if args.readme is None else args.readme
+    if write:
+        command = ("DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench REDIS_URL=redis://127.0.0.1:6379/5 "
+                   "SECRET_KEY=bench .venv/bin/python bench/bench_scheduler.py " + " ".join(sys.argv[1:]))
+        write_readme(text, command.strip())
+        log("figures written to bench/README.md")
+
+
+if __name__ == "__main__":
+    main()
