@@ -228,7 +228,10 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 4)
+# Messages a worker thread reserves ahead: with 100 runs a message, one is enough to keep
+# a process busy, and a deeper reserve would only park runs on a busy worker while another
+# one idles.
+CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 1)
 # Without it Celery's Django fix-up closes a worker thread's database connection before and
 # after every task (a new PostgreSQL connection per task); with it, once in N tasks. Broken
 # and CONN_MAX_AGE-expired connections are closed before each task (apps/executions/tasks.py).
@@ -257,7 +260,13 @@ OUTBOUND_ALLOWED_PORTS = env_str("OUTBOUND_ALLOWED_PORTS", "80,443,1024-65535")
 RESPONSE_BODY_MAX_BYTES = env_int("RESPONSE_BODY_MAX_BYTES", 16 * 1024)
 
 # --- Delivery (workers) ---
-DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 200)
+# Deliveries one worker process keeps in flight (its HTTP threads); a task waits for free
+# slots before it claims its runs. Against endpoints that take 1 s, this is roughly the
+# deliveries per second of one process (bench/README.md).
+DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 256)
+# How long a task waits for its slowest runs before the process's late recorder takes
+# them over and the task moves on (a hanging endpoint must not hold a worker thread).
+DELIVERY_HANDOFF_SECONDS = env_float("DELIVERY_HANDOFF_SECONDS", 5.0)
 DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)
 DELIVERY_LEASE_MARGIN = env_int("DELIVERY_LEASE_MARGIN", 60)
 DELIVERY_DEFER_SECONDS = env_float("DELIVERY_DEFER_SECONDS", 2.0)

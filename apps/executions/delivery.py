@@ -3,15 +3,34 @@
 The HTTP requests of a batch run concurrently on a process-wide thread pool, so one slow
 endpoint never holds up the other runs of its batch; the database work stays on the
 task's own thread (a handful of connections per process, whatever the in-flight count).
+
+The per-run costs that are not the request itself are paid once per batch or group
+(measured in bench/bench_delivery.py): one claim for the batch; the admission checks of
+every run in one Redis round trip per kind of check; and results recorded in groups as they
+come back — whatever has finished when a result arrives, plus what finishes within
+``GROUP_WAIT`` seconds — with one transaction and a few set-based statements per group, and
+one Redis round trip to feed the circuit breakers and give back the concurrency slots. A
+slow response therefore delays the recording of the fast ones by at most ``GROUP_WAIT``.
+
+A process has DELIVERY_MAX_INFLIGHT slots, one per run from before its claim until its
+result is recorded: a claimed run is sent at once, never queued behind others while its
+lease runs out, and a full process claims nothing more. A task waits for its runs at most
+DELIVERY_HANDOFF_SECONDS; runs still waiting for their endpoint then go on, and the
+process's late recorder (one thread, its own connection) records them, so a hanging
+endpoint holds neither a task thread nor its message. If the process dies first, their
+leases end and the sweeper hands them back, as for any run of a dead worker.
 """
 
 import logging
 import os
+import queue
 import random
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import lru_cache
 
 from django.conf import settings
 from django.db import transaction
@@ -27,7 +46,7 @@ from cronsvc.delivery.request import RequestSpec, prepare, standard_variables
 from cronsvc.delivery.retry import RetryPolicy, next_delay, parse_retry_after, should_retry
 
 from . import recording
-from .models import Attempt, Execution
+from .models import Execution
 from .outbound import guards, http_session, outbound_policy, wall_clock
 
 log = logging.getLogger("cronsvc.worker")
@@ -36,6 +55,8 @@ S = Execution.Status
 RETRY_AFTER_STATUSES = (429, 503)
 MASK = "••••"
 SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key"}
+# Once a result is back, how long to wait for more before recording them together.
+GROUP_WAIT = 0.02
 _rng = random.SystemRandom()
 
 
@@ -43,7 +64,7 @@ _rng = random.SystemRandom()
 class Run:
     execution: Execution
     holder: str = ""
-    semaphore: object = None
+    has_slot: bool = False
     job_locked: bool = False
     attempt_number: int = 0
     started_at: object = None
@@ -58,22 +79,153 @@ class Run:
     def plan(self):
         return self.execution.organization.plan
 
+    @property
+    def lease_seconds(self):
+        return self.job.timeout_seconds + settings.DELIVERY_LEASE_MARGIN
+
 
 def run_batch(execution_ids, *, now=None):
-    """Run the queued executions among ``execution_ids``; return how many were sent."""
-    now = now or timezone.now()
-    runs = [Run(execution) for execution in claim(execution_ids, now)]
-    admitted = [run for run in runs if admit(run, now)]
+    """Run the queued executions among ``execution_ids``; return how many were sent.
+
+    Returns once every run has been recorded, or after DELIVERY_HANDOFF_SECONDS: runs
+    still waiting for their endpoint then go on in the background and the process's late
+    recorder records them, so a hanging endpoint holds neither this task's thread nor its
+    message."""
+    ids = list(dict.fromkeys(execution_ids))
+    capacity = _capacity()
+    sent = 0
+    while ids:
+        # A slot per run before its claim: a claimed run is sent at once (its lease does
+        # not run out while it waits for a thread) and a process at DELIVERY_MAX_INFLIGHT
+        # claims nothing more until some finishes. Short of slots, the batch goes in parts.
+        slots = capacity.take_up_to(len(ids))
+        part, ids = ids[:slots], ids[slots:]
+        sent += _run_some(part, now, capacity, slots)
+    return sent
+
+
+def _run_some(ids, now, capacity, slots):
+    admitted = []
+    try:
+        now = now or timezone.now()
+        admitted = admit_all([Run(execution) for execution in claim(ids, now)], now)
+    finally:
+        capacity.give(slots - len(admitted))
     if not admitted:
         return 0
-    futures = {_executor().submit(_send, run): run for run in admitted}
-    for future in as_completed(futures):
-        run = futures[future]
-        try:
-            record(run, future.result())
-        finally:
-            release(run)
+    mailbox = _Mailbox()
+    executor = _executor()
+    for run in admitted:
+        executor.submit(_send_into, mailbox, run)
+    pending, error = len(admitted), None
+    handoff_at = time.monotonic() + settings.DELIVERY_HANDOFF_SECONDS
+    try:
+        while pending:
+            group = _next_group(mailbox.queue, pending, handoff_at)
+            if not group:
+                break
+            pending -= len(group)
+            error = record_finished(group, capacity) or error
+    finally:
+        if pending:
+            _late_recorder().adopt(mailbox, pending)
+    if error is not None:
+        raise error
     return len(admitted)
+
+
+def record_finished(group, capacity):
+    """Record a group of finished sends ([(run, result, exception, finished at)]) and give
+    their slots back. Returns the first exception a send raised, if any."""
+    sent, error = [], None
+    for run, result, exc, finished_at in group:
+        if exc is None:
+            sent.append((run, result, finished_at))
+        else:
+            # A bug, not a delivery failure (deliver() reports network trouble as a
+            # result): the run stays ``running`` until its lease ends and the sweeper
+            # hands it back; the others are still recorded.
+            log.error("execution %s: sending failed", run.execution.id, exc_info=exc)
+            error = error or exc
+    try:
+        record_group(sent, release=[item[0] for item in group])
+    finally:
+        capacity.give(len(group))
+    return error
+
+
+class _Mailbox:
+    """Where a batch's sends put their results: the batch's queue, or the late
+    recorder's once the batch has handed its remaining runs over."""
+
+    def __init__(self):
+        self.queue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._forward = None
+
+    def put(self, item):
+        with self._lock:
+            (self._forward or self.queue).put(item)
+
+    def forward_to(self, target):
+        with self._lock:
+            self._forward = target
+            while True:
+                try:
+                    target.put(self.queue.get_nowait())
+                except queue.Empty:
+                    return
+
+
+def _send_into(mailbox, run):
+    try:
+        result = _send(run)
+    except BaseException as exc:  # noqa: BLE001 - handed to the recording thread, which logs it
+        mailbox.put((run, None, exc, None))
+    else:
+        mailbox.put((run, result, None, timezone.now()))
+
+
+def _next_group(results, pending, until=None):
+    """The next results to record: block for one (until the monotonic time ``until`` at
+    most: [] then), then take what else finishes within GROUP_WAIT seconds (or until all
+    ``pending`` are in)."""
+    try:
+        group = [results.get(timeout=None if until is None else max(0.0, until - time.monotonic()))]
+    except queue.Empty:
+        return []
+    deadline = time.monotonic() + GROUP_WAIT
+    while len(group) < pending:
+        try:
+            group.append(results.get_nowait())
+            continue
+        except queue.Empty:
+            pass
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            group.append(results.get(timeout=left))
+        except queue.Empty:
+            break
+    return group
+
+
+# The columns running a claimed execution reads (here and in recording.py): each run comes
+# with its job, project, organization and plan, and building every column of the five
+# was a third of a worker's own CPU per run. A column used later must be added here, or
+# each run pays a query to load it (test_grouping.py counts the queries of a batch).
+CLAIMED_FIELDS = (
+    "id", "job", "organization", "scheduled_for", "attempt",
+    "job__project", "job__organization", "job__name", "job__url", "job__method", "job__headers",
+    "job__body", "job__body_format", "job__auth", "job__timeout_seconds", "job__follow_redirects",
+    "job__success_status_codes", "job__success_body_contains", "job__success_body_regex",
+    "job__max_attempts", "job__retry_initial_delay_seconds", "job__retry_max_delay_seconds",
+    "job__retry_multiplier", "job__retry_on_timeout", "job__overlap_policy", "job__rate_limit_per_minute",
+    "job__project__signing_secrets",
+    "organization__plan", "organization__plan__max_concurrency", "organization__plan__max_attempts",
+    "organization__plan__auto_disable_after_failures",
+)
 
 
 def claim(execution_ids, now):
@@ -85,6 +237,7 @@ def claim(execution_ids, now):
             .filter(id__in=execution_ids, status=S.QUEUED)
             .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now + timedelta(seconds=1)))
             .select_related("job", "job__project", "organization__plan")
+            .only(*CLAIMED_FIELDS)
         )
         for timeout, group in _by_timeout(executions).items():
             lease_until = now + timedelta(seconds=timeout + settings.DELIVERY_LEASE_MARGIN)
@@ -101,38 +254,63 @@ def _by_timeout(executions):
     return groups
 
 
-def admit(run, now):
+def admit_all(runs, now):
     """Apply the overlap lock, the organization's concurrency cap, the host's circuit
-    breaker and the job's rate limit. Returns True when the run may be sent now."""
-    execution, job = run.execution, run.job
-    lease = job.timeout_seconds + settings.DELIVERY_LEASE_MARGIN
-    run.holder = str(execution.id)
+    breaker and the job's rate limit, in that order, each check for all runs of the batch
+    in one round trip. Returns the runs that may be sent now (prepared); the others are
+    skipped, deferred or failed here."""
     shared = guards()
-    if job.overlap_policy == job.OverlapPolicy.FORBID:
-        if not shared.lock_job(str(job.id), run.holder, lease):
-            recording.skip_running(execution, "overlap", now)
-            return False
-        run.job_locked = True
-    run.semaphore = shared.concurrency(execution.organization_id, run.plan.max_concurrency, lease)
-    if not run.semaphore.acquire(run.holder, wall_clock()):
-        run.semaphore = None
-        release(run)
-        recording.defer_running(execution, now + timedelta(seconds=_defer_seconds()))
-        return False
-    if not _circuit_allows(run, shared, now) or not _rate_allows(run, shared, now):
-        release(run)
-        return False
-    return _prepare(run, now)
-
-
-def _rate_allows(run, shared, now):
-    per_minute = run.job.rate_limit_per_minute
-    if not per_minute:
-        return True
-    allowed, wait = shared.take_token(str(run.job.id), per_minute, wall_clock())
-    if not allowed:
-        recording.defer_running(run.execution, now + timedelta(seconds=max(wait, 0.5)))
-    return allowed
+    for run in runs:
+        run.holder = str(run.execution.id)
+    # 1. overlap: a job whose previous run is still going is skipped
+    forbid = [run for run in runs if run.job.overlap_policy == run.job.OverlapPolicy.FORBID]
+    if forbid:
+        locked = shared.lock_jobs([(str(run.job.id), run.holder, run.lease_seconds) for run in forbid])
+        for run, ok in zip(forbid, locked):
+            run.job_locked = ok
+            if not ok:
+                recording.skip_running(run.execution, "overlap", now)
+        runs = [run for run in runs if run.job_locked or run.job.overlap_policy != run.job.OverlapPolicy.FORBID]
+    # 2. the organization's concurrency cap: the excess waits
+    if runs:
+        slots = shared.acquire_many(
+            [(run.execution.organization_id, run.plan.max_concurrency, run.lease_seconds, run.holder) for run in runs],
+            wall_clock())
+        waiting = []
+        for run, ok in zip(runs, slots):
+            run.has_slot = ok
+            if not ok:
+                waiting.append(run)
+                recording.defer_running(run.execution, now + timedelta(seconds=_defer_seconds()))
+        if waiting:
+            release_all(waiting)
+            runs = [run for run in runs if run.has_slot]
+    # 3. the host's circuit breaker
+    if runs and shared.breaker is not None:
+        clock = wall_clock()
+        hosts = [host_key(run.job.url) for run in runs]
+        held = []
+        for run, host, decision in zip(runs, hosts, shared.circuit_many(hosts, clock)):
+            if not decision.allowed:
+                held.append(run)
+                _defer_for_circuit(run, host, decision, now)
+        if held:
+            release_all(held)
+            runs = [run for run in runs if run.has_slot]
+    # 4. the job's rate limit
+    limited = [run for run in runs if run.job.rate_limit_per_minute]
+    if limited:
+        tokens = shared.take_tokens([(str(run.job.id), run.job.rate_limit_per_minute) for run in limited],
+                                    wall_clock())
+        held = []
+        for run, (allowed, wait) in zip(limited, tokens):
+            if not allowed:
+                held.append(run)
+                recording.defer_running(run.execution, now + timedelta(seconds=max(wait, 0.5)))
+        if held:
+            release_all(held)
+            runs = [run for run in runs if run.has_slot]
+    return [run for run in runs if _prepare(run, now)]
 
 
 def _defer_seconds():
@@ -140,18 +318,11 @@ def _defer_seconds():
     return base + _rng.uniform(0, base)
 
 
-def _circuit_allows(run, shared, now):
-    if shared.breaker is None:
-        return True
-    host = host_key(run.job.url)
-    decision = shared.breaker.before_request(host, wall_clock())
-    if decision.allowed:
-        return True
+def _defer_for_circuit(run, host, decision, now):
     retry_at = decision.retry_at or wall_clock() + settings.BREAKER_COOLDOWN_SECONDS
     outcome = circuit_open(host, retry_at)
     until = now + timedelta(seconds=max(1.0, retry_at - wall_clock()))
     recording.defer_running(run.execution, until, error_kind=outcome.error_kind, error_message=outcome.message)
-    return False
 
 
 def _prepare(run, now):
@@ -170,7 +341,7 @@ def _prepare(run, now):
             timestamp=int(now.timestamp()), version=cronsvc.__version__,
         )
     except InvalidRequest as exc:
-        release(run)
+        release_all([run])
         recording.fail_running(execution, error_kind="invalid_request", error_message=exc.message, now=now,
                                auto_disable_after=run.plan.auto_disable_after_failures)
         return False
@@ -190,25 +361,45 @@ def _send(run):
                    max_body_bytes=settings.RESPONSE_BODY_MAX_BYTES)
 
 
-def record(run, result):
-    job, plan = run.job, run.plan
-    finished = timezone.now()
-    outcome = classify(result, success_criteria(job))
-    _feed_breaker(job.url, result, outcome)
-    policy = retry_policy(job, plan)
-    status, next_attempt_at = decide(outcome, result, run.attempt_number, policy, finished)
-    attempt = Attempt(
-        execution_id=run.execution.id, number=run.attempt_number, started_at=run.started_at,
-        finished_at=finished, duration_ms=round(result.duration_ms),
-        request_method=run.prepared.method, request_url=run.prepared.url,
-        request_headers=masked(run.prepared.headers), request_body=_text(run.prepared.body),
-        response_status=result.status_code, response_headers=result.headers,
-        response_body=result.body_excerpt, remote_addr=result.remote_addr or "",
-        outcome="succeeded" if outcome.succeeded else "failed",
-        error_kind=outcome.error_kind or "", error_message="" if outcome.succeeded else outcome.message,
-    )
-    recording.record_attempt(run.execution, attempt=attempt, status=status, next_attempt_at=next_attempt_at,
-                             auto_disable_after=plan.auto_disable_after_failures)
+def record_group(sent, *, release=()):
+    """Record the finished runs ``sent`` ([(run, DeliveryResult, finished at)]) together; then, in one
+    Redis round trip, feed the circuit breakers with their results and give back the slots
+    and locks of the runs in ``release``."""
+    successes, failures = [], []
+    try:
+        _record(sent, successes, failures)
+    finally:
+        _settle(release, successes, failures)
+
+
+def _record(sent, successes, failures):
+    if not sent:
+        return
+    results = []
+    for run, result, finished in sent:
+        job, plan = run.job, run.plan
+        outcome = classify(result, success_criteria(job))
+        if outcome.error_kind in COUNTED_FAILURES:
+            failures.append(host_key(job.url))
+        elif result.status_code is not None:
+            successes.append(host_key(job.url))
+        policy = None if outcome.succeeded else retry_policy(job, plan)
+        status, next_attempt_at = decide(outcome, result, run.attempt_number, policy, finished)
+        prepared = run.prepared
+        results.append(recording.Result(
+            execution=run.execution, status=status, next_attempt_at=next_attempt_at,
+            auto_disable_after=plan.auto_disable_after_failures,
+            attempt=recording.AttemptValues(
+                number=run.attempt_number, started_at=run.started_at, finished_at=finished,
+                duration_ms=round(result.duration_ms), request_method=prepared.method,
+                request_url=prepared.url, request_headers=masked(prepared.headers),
+                request_body=_text(prepared.body), response_status=result.status_code,
+                response_headers=result.headers, response_body=result.body_excerpt,
+                remote_addr=result.remote_addr or "", outcome="succeeded" if outcome.succeeded else "failed",
+                error_kind=outcome.error_kind or "", error_message="" if outcome.succeeded else outcome.message,
+            ),
+        ))
+    recording.record_attempts(results)
 
 
 def decide(outcome, result, attempt, policy, now):
@@ -229,23 +420,16 @@ def decide(outcome, result, attempt, policy, now):
     return S.FAILED, None
 
 
-def _feed_breaker(url, result, outcome):
-    breaker = guards().breaker
-    if breaker is None:
-        return
-    host = host_key(url)
-    if outcome.error_kind in COUNTED_FAILURES:
-        breaker.record_failure(host, wall_clock())
-    elif result.status_code is not None:
-        breaker.record_success(host)
-
-
 def success_criteria(job):
-    return SuccessCriteria(
-        status_codes=parse_status_codes(job.success_status_codes or "200-299"),
-        body_contains=job.success_body_contains or None,
-        body_regex=job.success_body_regex or None,
-    )
+    return _criteria(job.success_status_codes or "200-299", job.success_body_contains or None,
+                     job.success_body_regex or None)
+
+
+@lru_cache(maxsize=1024)
+def _criteria(status_codes, body_contains, body_regex):
+    # Parsed once per distinct setting (a frozen value), not once per delivery.
+    return SuccessCriteria(status_codes=parse_status_codes(status_codes), body_contains=body_contains,
+                           body_regex=body_regex)
 
 
 def retry_policy(job, plan):
@@ -264,24 +448,125 @@ def _text(body):
     return body.decode("utf-8", errors="replace")[: settings.RESPONSE_BODY_MAX_BYTES]
 
 
-def release(run):
+def release_all(runs):
+    """Give back the runs' concurrency slots (one round trip) and their overlap locks."""
+    _settle(runs, (), ())
+
+
+def _settle(runs, successes, failures):
     shared = guards()
-    if run.semaphore is not None:
-        run.semaphore.release(run.holder)
-        run.semaphore = None
-    if run.job_locked:
-        shared.unlock_job(str(run.job.id), run.holder)
-        run.job_locked = False
+    if shared.breaker is None:
+        successes = failures = ()
+    holding = [run for run in runs if run.has_slot]
+    shared.settle_many(successes=successes, failures=failures, now=wall_clock(),
+                       releases=[(run.execution.organization_id, run.holder) for run in holding])
+    for run in holding:
+        run.has_slot = False
+    for run in runs:
+        if run.job_locked:
+            shared.unlock_job(str(run.job.id), run.holder)
+            run.job_locked = False
 
 
-_pool = {"pid": None, "executor": None}
+_pool = {"pid": None, "executor": None, "capacity": None, "late": None}
 _pool_lock = threading.Lock()
 
 
-def _executor():
-    """One pool per process (made after a fork, never inherited from the parent)."""
+def _process_local(name, make):
+    """One of each per process (made after a fork, never inherited from the parent)."""
     with _pool_lock:
         if _pool["pid"] != os.getpid():
-            _pool.update(pid=os.getpid(), executor=ThreadPoolExecutor(
-                max_workers=settings.DELIVERY_MAX_INFLIGHT, thread_name_prefix="delivery"))
-        return _pool["executor"]
+            _pool.update(pid=os.getpid(), executor=None, capacity=None, late=None)
+        if _pool[name] is None:
+            _pool[name] = make()
+        return _pool[name]
+
+
+def _executor():
+    return _process_local("executor", lambda: ThreadPoolExecutor(
+        max_workers=settings.DELIVERY_MAX_INFLIGHT, thread_name_prefix="delivery"))
+
+
+def _capacity():
+    return _process_local("capacity", lambda: _Capacity(settings.DELIVERY_MAX_INFLIGHT))
+
+
+def _late_recorder():
+    return _process_local("late", _LateRecorder)
+
+
+class _Capacity:
+    """The runs one process may have in flight: a slot per run, from before its claim
+    until its result is recorded."""
+
+    def __init__(self, size):
+        self.size = size
+        self._free = size
+        self._cond = threading.Condition()
+
+    def take_up_to(self, count):
+        """Take as many free slots as there are, up to ``count``; first wait until there
+        are ``count`` or an eighth of them (a busy process then claims in parts of a fair
+        size rather than run by run)."""
+        wanted = min(count, max(1, self.size // 8))
+        with self._cond:
+            while self._free < wanted:
+                self._cond.wait()
+            taken = min(count, self._free)
+            self._free -= taken
+        return taken
+
+    def give(self, count):
+        if count:
+            with self._cond:
+                self._free += count
+                self._cond.notify_all()
+
+    @property
+    def in_use(self):
+        with self._cond:
+            return self.size - self._free
+
+
+class _LateRecorder:
+    """A thread per process that records the runs whose task stopped waiting for them
+    (DELIVERY_HANDOFF_SECONDS), in groups, on its own database connection."""
+
+    def __init__(self):
+        self.results = queue.SimpleQueue()
+        self._cond = threading.Condition()
+        self._pending = 0
+        threading.Thread(target=self._loop, name="delivery-late-recorder", daemon=True).start()
+
+    def adopt(self, mailbox, count):
+        with self._cond:
+            self._pending += count
+        mailbox.forward_to(self.results)
+
+    def wait_idle(self, timeout):
+        """Until every adopted run is recorded, or ``timeout`` seconds; True when idle."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending == 0, timeout)
+
+    def _loop(self):
+        from django.db import close_old_connections, connection
+
+        while True:
+            group = _next_group(self.results, self._pending)
+            try:
+                close_old_connections()
+                record_finished(group, _capacity())
+            except Exception:  # noqa: BLE001 - the runs' leases end and the sweeper retries them
+                log.exception("recording %d late runs failed", len(group))
+            finally:
+                if len(group) >= self._pending:
+                    connection.close()  # late runs are the exception: no connection kept for them
+                with self._cond:
+                    self._pending -= len(group)
+                    self._cond.notify_all()
+
+
+def wait_for_late_runs(timeout):
+    """At shutdown: give runs still in flight ``timeout`` seconds to finish and be recorded."""
+    late = _pool["late"] if _pool["pid"] == os.getpid() else None
+    return late is None or late.wait_idle(timeout)

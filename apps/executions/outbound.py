@@ -1,16 +1,27 @@
 """The outbound side of a worker process: address policy, HTTP session, shared guards.
 
 One of each per process, built on first use, so connections are pooled across runs.
+
+A worker admits and settles the runs of a batch together: ``Guards``' ``*_many`` methods
+run the engine's Redis scripts (``cronsvc.delivery.limits`` and ``.breaker``) for every run
+of the batch in one pipeline, one round trip instead of one per run and check. Redis runs
+a pipeline's scripts one after the other, so the outcome is that of the engine's single
+calls in the same order; ``LocalGuards`` (embedded mode, no Redis) is exactly that loop.
+The engine has no batch form of these calls yet, so the methods pass its scripts the
+arguments its single calls pass: a change to those scripts must be made here too (the
+tests in tests/delivery exercise every path).
 """
 
 import threading
 import time
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import redis
 from django.conf import settings
 
-from cronsvc.delivery.breaker import CircuitBreaker
+from cronsvc.delivery import breaker as breaker_scripts
+from cronsvc.delivery import limits as limit_scripts
+from cronsvc.delivery.breaker import CircuitBreaker, Decision
 from cronsvc.delivery.client import make_session
 from cronsvc.delivery.guard import AddressPolicy, parse_networks, parse_ports
 from cronsvc.delivery.limits import LeaseSemaphore, TokenBucket
@@ -35,7 +46,9 @@ def _policy(allow_private, networks, ports):
 
 @lru_cache(maxsize=4)
 def _session(policy):
-    return make_session(policy, pool_connections=200, pool_maxsize=20)
+    # As many pooled connections per host as deliveries in flight: a smaller pool makes
+    # every delivery past it to a busy host open a fresh connection and close it again.
+    return make_session(policy, pool_connections=200, pool_maxsize=settings.DELIVERY_MAX_INFLIGHT)
 
 
 def http_session():
@@ -60,7 +73,7 @@ class Guards:
         )
 
     def concurrency(self, organization_id, limit, lease_seconds):
-        return LeaseSemaphore(self.client, f"cronsvc:concurrency:{organization_id}", limit, lease_seconds)
+        return LeaseSemaphore(self.client, self.concurrency_key(organization_id), limit, lease_seconds)
 
     def take_token(self, job_id, per_minute, now):
         """(allowed, seconds to wait) under the job's own rate limit."""
@@ -74,6 +87,85 @@ class Guards:
         key = f"cronsvc:running:{job_id}"
         if self.client.get(key) == holder.encode():
             self.client.delete(key)
+
+    # --- the same, for many runs in one round trip ---------------------------------------
+
+    def lock_jobs(self, requests):
+        """[(job_id, holder, lease_seconds)] -> [locked?]"""
+        pipe = self.client.pipeline(transaction=False)
+        for job_id, holder, lease_seconds in requests:
+            pipe.set(f"cronsvc:running:{job_id}", holder, nx=True, ex=int(lease_seconds) + 1)
+        return [bool(done) for done in pipe.execute()]
+
+    def acquire_many(self, requests, now):
+        """[(organization_id, limit, lease_seconds, holder)] -> [slot taken?]: the
+        organizations' concurrency caps (``LeaseSemaphore.acquire``)."""
+        pipe = self.client.pipeline(transaction=False)
+        for organization_id, limit, lease_seconds, holder in requests:
+            semaphore = self.concurrency(organization_id, limit, lease_seconds)
+            self._acquire(keys=[semaphore.key], client=pipe, args=[
+                holder, repr(float(now)), semaphore.limit, repr(float(semaphore.lease_seconds)),
+                semaphore._key_ttl()])
+        return [bool(taken) for taken in pipe.execute()]
+
+    def circuit_many(self, hosts, now):
+        """[host] -> [Decision] (``CircuitBreaker.before_request``), one per run: in a
+        half-open circuit only the first run of the host gets to probe it."""
+        breaker = self.breaker
+        pipe = self.client.pipeline(transaction=False)
+        for host in hosts:
+            self._before_request(keys=[breaker._key(host)], client=pipe, args=[
+                repr(float(now)), repr(float(breaker.probe_lease_seconds)), breaker.state_ttl_seconds])
+        return [Decision(bool(allowed), _text(state), float(retry_at) if retry_at else None)
+                for state, allowed, retry_at in pipe.execute()]
+
+    def take_tokens(self, requests, now):
+        """[(job_id, per_minute)] -> [(allowed, seconds to wait)] (``take_token``)."""
+        pipe = self.client.pipeline(transaction=False)
+        for job_id, per_minute in requests:
+            bucket = TokenBucket(self.client, f"cronsvc:rate:{job_id}", per_minute / 60.0, 1)
+            self._take(keys=[bucket.key], client=pipe, args=[
+                repr(float(now)), repr(float(bucket.rate_per_second)), bucket.burst, bucket._key_ttl()])
+        return [(bool(allowed), float(wait)) for allowed, wait in pipe.execute()]
+
+    def settle_many(self, *, successes=(), failures=(), releases=(), now=0.0):
+        """After a group of runs is recorded: close the circuits of hosts that answered
+        (``successes``: [host]), count the failures that say a host is unreachable
+        (``failures``: [host]) and give back the organizations' slots (``releases``:
+        [(organization_id, holder)]), in one round trip."""
+        if not (successes or failures or releases):
+            return
+        breaker = self.breaker
+        pipe = self.client.pipeline(transaction=False)
+        for host in successes:
+            pipe.delete(breaker._key(host))  # CircuitBreaker.record_success
+        for host in failures:
+            self._record_failure(keys=[breaker._key(host)], client=pipe, args=[
+                repr(float(now)), breaker.failure_threshold, repr(float(breaker.cooldown_seconds)),
+                breaker.state_ttl_seconds])
+        for organization_id, holder in releases:
+            pipe.zrem(self.concurrency_key(organization_id), holder)  # LeaseSemaphore.release
+        pipe.execute()
+
+    @staticmethod
+    def concurrency_key(organization_id):
+        return f"cronsvc:concurrency:{organization_id}"
+
+    @cached_property
+    def _acquire(self):
+        return self.client.register_script(limit_scripts._ACQUIRE)
+
+    @cached_property
+    def _take(self):
+        return self.client.register_script(limit_scripts._TAKE)
+
+    @cached_property
+    def _before_request(self):
+        return self.client.register_script(breaker_scripts._BEFORE_REQUEST)
+
+    @cached_property
+    def _record_failure(self):
+        return self.client.register_script(breaker_scripts._RECORD_FAILURE)
 
 
 class LocalGuards:
@@ -111,6 +203,23 @@ class LocalGuards:
             if self._jobs.get(job_id) == holder:
                 del self._jobs[job_id]
 
+    def lock_jobs(self, requests):
+        return [self.lock_job(*request) for request in requests]
+
+    def acquire_many(self, requests, now):
+        return [self.concurrency(organization_id, limit, lease).acquire(holder, now)
+                for organization_id, limit, lease, holder in requests]
+
+    def circuit_many(self, hosts, now):
+        return [Decision(True, "closed", None) for _ in hosts]
+
+    def take_tokens(self, requests, now):
+        return [self.take_token(job_id, per_minute, now) for job_id, per_minute in requests]
+
+    def settle_many(self, *, successes=(), failures=(), releases=(), now=0.0):
+        for organization_id, holder in releases:
+            _LocalSemaphore(self, organization_id, 0).release(holder)
+
 
 class _LocalSemaphore:
     def __init__(self, guards, key, limit):
@@ -137,3 +246,7 @@ def guards():
 
 def wall_clock():
     return time.time()
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value

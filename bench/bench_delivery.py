@@ -1,0 +1,795 @@
+"""Delivery benchmark (issue 5): deliveries per second end to end, on real PostgreSQL,
+Redis, Celery worker processes and a local HTTP target.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench_delivery \\
+    REDIS_URL=redis://127.0.0.1:6379/6 SECRET_KEY=bench OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8 \\
+    .venv/bin/python bench/bench_delivery.py [--quick]
+
+One delivery = an execution inserted as ``queued`` and published with
+``apps.executions.publishing.publish`` -> a real ``celery -A config worker`` process claims,
+admits, sends it -> the local target receives the request -> the worker records the attempt,
+the execution's new state and the job's health. The clock starts when publishing starts and
+a delivery counts once its ``succeeded`` row is committed (the benchmark counts those rows
+over time).
+
+Configurations: a fast target (answers 200 at once) with 1 and 2 worker processes; a target
+that takes 1 s to answer with 1 worker process; and, as the ceiling for Python, a bare
+``requests.Session`` loop against the same fast target (sequential, and with as many
+threads as a worker's in-flight pool).
+
+The target is an asyncio HTTP/1.1 keep-alive server in its own process (this file run with
+``--serve-target``): no dependency, ~10 µs of CPU per request, and the 1 s answer is a timer,
+so it holds thousands of connections.
+
+The database named in DATABASE_URL is created and migrated when missing and its executions,
+attempts and jobs are emptied: its name must contain "bench" and must not be the scheduler
+benchmark's ``cronsvc_bench``. The Redis DB index is flushed: it must not be 0 (the tests').
+Prints figures only; it never passes or fails on a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+QUEUE = "runs.enterprise"   # the bench's own Redis DB index, so the real queue name is safe
+ORGS = 10                   # enterprise organizations (concurrency cap 500 each)
+JOBS = 2000                 # executions go round-robin over the jobs: a chunk holds distinct jobs
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+# A run starts once the machine is less busy than this, or after max_wait seconds.
+QUIET = {"share": 0.15, "max_wait": 600.0}
+
+
+# --- the target (a process of its own; no Django) ---------------------------------------
+
+def serve_target():
+    """HTTP/1.1 keep-alive server: ``/slow...`` answers after 1 s, ``/__stats`` returns the
+    request counts, anything else answers 200 at once."""
+    import asyncio
+    import collections
+
+    counts = collections.Counter()
+    fast = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}'
+    slow = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 7\r\n\r\nslow ok"
+
+    class Http(asyncio.Protocol):
+        def connection_made(self, transport):
+            self.transport = transport
+            self.buf = b""
+
+        def data_received(self, data):
+            buf = self.buf + data if self.buf else data
+            while True:
+                end = buf.find(b"\r\n\r\n")
+                if end < 0:
+                    break
+                head = buf[:end]
+                length = 0
+                at = head.lower().find(b"\r\ncontent-length:")
+                if at >= 0:
+                    stop = head.find(b"\r\n", at + 2)
+                    length = int(head[at + 17:stop if stop >= 0 else end])
+                total = end + 4 + length
+                if len(buf) < total:
+                    break
+                first_space = head.find(b" ")
+                path = head[first_space + 1:head.find(b" ", first_space + 1)]
+                buf = buf[total:]
+                self.handle(path)
+            self.buf = buf
+
+        def handle(self, path):
+            if path.startswith(b"/slow"):
+                counts["slow"] += 1
+                loop.call_later(1.0, self.write, slow)
+            elif path.startswith(b"/__stats"):
+                body = json.dumps(counts).encode()
+                self.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                           % (len(body), body))
+            else:
+                counts["fast"] += 1
+                self.transport.write(fast)
+
+        def write(self, data):
+            if not self.transport.is_closing():
+                self.transport.write(data)
+
+    loop = asyncio.new_event_loop()
+    server = loop.run_until_complete(loop.create_server(Http, "127.0.0.1", 0, backlog=4096))
+    print(server.sockets[0].getsockname()[1], flush=True)
+    loop.add_signal_handler(signal.SIGTERM, loop.stop)
+    loop.run_forever()
+
+
+# --- the bare baseline (a process of its own) -------------------------------------------
+
+def bare_loop(url, threads, total):
+    """``total`` GETs on one requests.Session from ``threads`` threads; prints JSON."""
+    import requests
+
+    session = requests.Session()
+    adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=max(threads, 10))
+    session.mount("http://", adapter)
+
+    def work(n):
+        for _ in range(n):
+            response = session.get(url, timeout=10)
+            response.content  # noqa: B018 - read the body, as a delivery does
+
+    work(200)  # warm: connections open
+    cpu, wall = time.process_time(), time.perf_counter()
+    if threads == 1:
+        work(total)
+    else:
+        share = [total // threads + (1 if i < total % threads else 0) for i in range(threads)]
+        pool = [threading.Thread(target=work, args=(n,)) for n in share]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+    print(json.dumps({"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+                      "requests": total}), flush=True)
+
+
+# --- environment ---------------------------------------------------------------------------
+
+def configure_environment():
+    db_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cronsvc_bench_delivery")
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/6")
+    db_name = urlsplit(db_url).path.lstrip("/")
+    if "bench" not in db_name or db_name == "cronsvc_bench" or db_name.startswith("test_"):
+        sys.exit(f"refusing to run on database {db_name!r}: its tables are emptied; use cronsvc_bench_delivery")
+    redis_db = urlsplit(redis_url).path.lstrip("/") or "0"
+    if redis_db in ("0", "5"):
+        sys.exit("refusing Redis DB 0 (the tests') or 5 (the scheduler benchmark's): it is flushed; use /6")
+    os.environ.update(DATABASE_URL=db_url, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="config.settings")
+    os.environ.setdefault("SECRET_KEY", "bench")
+    os.environ.setdefault("OUTBOUND_ALLOWED_NETWORKS", "127.0.0.0/8")
+    os.environ.pop("CELERY_BROKER_URL", None)
+    return db_url, db_name, redis_url
+
+
+def ensure_database(db_url, db_name):
+    import psycopg
+
+    admin_url = urlunsplit(urlsplit(db_url)._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db_name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{db_name}"')
+            log(f"created database {db_name}")
+
+
+def setup_django():
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def sql(statement, params=None):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.fetchall() if cursor.description else None
+
+
+# --- data ----------------------------------------------------------------------------------
+
+def load_jobs():
+    """ORGS enterprise organizations and JOBS jobs, interleaved by organization."""
+    from apps.billing.models import Plan
+    from apps.jobs.models import Job
+    from apps.projects.models import Project
+    from apps.projects.provisioning import provision_tenant
+
+    sql("TRUNCATE executions_attempt, executions_execution, jobs_job CASCADE")
+    projects = []
+    for n in range(ORGS):
+        project = Project.objects.filter(organization__slug=f"bench-delivery-{n}").select_related("organization").first()
+        if project is None:
+            project = provision_tenant(org_name=f"Bench delivery {n}", email=f"bench{n}@delivery.test",
+                                       plan_code="enterprise").project
+        projects.append(project)
+    Plan.objects.filter(code="enterprise").update(queue=QUEUE)
+    jobs = [
+        Job(project=projects[i % ORGS], organization=projects[i % ORGS].organization, name=f"bench {i}",
+            cron_expression="*/5 * * * *", url="http://127.0.0.1:9/", method="GET", next_run_at=None,
+            timeout_seconds=30, max_attempts=3)
+        for i in range(JOBS)
+    ]
+    Job.objects.bulk_create(jobs, batch_size=1000)
+    return [(job.id, job.organization_id) for job in jobs]
+
+
+def insert_executions(jobs, n):
+    """n queued executions, round-robin over the jobs; returns their ids in that order."""
+    from datetime import datetime, timedelta, timezone
+
+    from apps.executions.models import Execution
+
+    sql("TRUNCATE executions_attempt, executions_execution CASCADE")
+    base = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    rows = [
+        Execution(job_id=jobs[i % len(jobs)][0], organization_id=jobs[i % len(jobs)][1],
+                  scheduled_for=base + timedelta(seconds=i // len(jobs)), queue=QUEUE)
+        for i in range(n)
+    ]
+    Execution.objects.bulk_create(rows, batch_size=2000)
+    # Autovacuum may be off (it is on the reference machine): every run starts from a
+    # vacuumed jobs table, analysed statistics and a fresh checkpoint (the first write of
+    # a page after a checkpoint logs the whole page), as the scheduler benchmark does.
+    sql("VACUUM ANALYZE jobs_job")
+    sql("ANALYZE executions_execution")
+    sql("CHECKPOINT")
+    return [row.id for row in rows]
+
+
+def status_counts():
+    return dict(sql("SELECT status, count(*) FROM executions_execution GROUP BY status"))
+
+
+# --- processes -------------------------------------------------------------------------------
+
+class Child:
+    def __init__(self, args, env, log_path):
+        self.log_path = log_path
+        self.log = open(log_path, "ab")
+        self.popen = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+
+    def output(self):
+        return Path(self.log_path).read_text(errors="replace")
+
+    def stop(self, timeout=30):
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(5)
+        self.log.close()
+        return self.popen.returncode
+
+
+def child_env(**extra):
+    env = dict(os.environ)
+    env.update(PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT))
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def start_target(workdir):
+    popen = subprocess.Popen([sys.executable, __file__, "--serve-target"], stdout=subprocess.PIPE,
+                             stderr=open(workdir / "target.log", "ab"), start_new_session=True)
+    port = int(popen.stdout.readline())
+    return popen, f"http://127.0.0.1:{port}"
+
+
+def target_stats(base_url):
+    import requests
+
+    return requests.get(base_url + "/__stats", timeout=5).json()
+
+
+@dataclass
+class WorkerConfig:
+    pool: str
+    concurrency: int
+    inflight: int
+    prefetch: int
+
+    def args(self, name):
+        # The Procfile's worker line, plus what the tests' workers leave out too.
+        return [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", QUEUE,
+                "--hostname", f"{name}@%h", "--concurrency", str(self.concurrency), "--pool", self.pool,
+                "--loglevel", "INFO", "--without-mingle", "--without-gossip"]
+
+    def env(self):
+        return child_env(DELIVERY_MAX_INFLIGHT=self.inflight, CELERY_WORKER_PREFETCH_MULTIPLIER=self.prefetch)
+
+    def label(self):
+        return f"{self.pool}, concurrency {self.concurrency}, in-flight {self.inflight}, prefetch {self.prefetch}"
+
+
+def start_workers(config, count, workdir, tag):
+    workers = [Child(config.args(f"{tag}{i}"), config.env(), workdir / f"{tag}-w{i}.log") for i in range(count)]
+    deadline = time.time() + 60
+    while not all(" ready." in w.output() for w in workers):
+        if time.time() > deadline or any(w.popen.poll() is not None for w in workers):
+            raise RuntimeError("a worker did not start: " + ", ".join(str(w.log_path) for w in workers))
+        time.sleep(0.2)
+    return workers
+
+
+# --- CPU accounting -------------------------------------------------------------------------
+
+def process_cpu(pid):
+    """User + system CPU seconds of a process (all its threads), or 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def process_tree(pid):
+    """``pid`` and its descendants (a prefork worker's children)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (FileNotFoundError, ProcessLookupError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, ()))
+    return tree
+
+
+def machine_busy():
+    with open("/proc/stat") as stat:
+        values = [int(v) for v in stat.readline().split()[1:]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
+
+
+def postgres_pids():
+    """Our database's backends and PostgreSQL's own writers (WAL, checkpoints)."""
+    rows = sql("SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND "
+               "(datname = current_database() OR backend_type IN ('walwriter', 'background writer', 'checkpointer'))")
+    return [row[0] for row in rows]
+
+
+def redis_pid():
+    from apps.executions.outbound import redis_client
+
+    return redis_client().info("server")["process_id"]
+
+
+class CpuMeter:
+    def __init__(self, groups):
+        self.groups = groups  # name -> callable returning pids
+
+    def snapshot(self):
+        snap = {name: {pid: process_cpu(pid) for pid in pids()} for name, pids in self.groups.items()}
+        snap["_machine"] = machine_busy()
+        return snap
+
+    @staticmethod
+    def used(before, after):
+        """CPU seconds per group between two snapshots (processes absent before start at 0)."""
+        used = {}
+        for name, pids in after.items():
+            if name == "_machine":
+                continue
+            used[name] = sum(cpu - before.get(name, {}).get(pid, 0.0) for pid, cpu in pids.items())
+        (busy0, total0), (busy1, total1) = before["_machine"], after["_machine"]
+        used["machine_busy_share"] = (busy1 - busy0) / max(1, total1 - total0)
+        # CPU seconds of everything else on the machine (other people's processes, this
+        # script's polling): a high figure means a disturbed run.
+        seconds = (total1 - total0) / CLK_TCK / (os.cpu_count() or 1)
+        ours = sum(v for k, v in used.items() if k != "machine_busy_share")
+        used["other"] = max(0.0, (busy1 - busy0) / CLK_TCK - ours) / max(seconds, 1e-9)
+        return used
+
+
+# --- one measured run ------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    deliveries: int
+    seconds: float          # publish start -> last succeeded row counted
+    steady_rate: float      # between 10 % and 90 % recorded
+    received: int           # requests the target saw
+    statuses: dict
+    cpu: dict = field(default_factory=dict)
+
+    @property
+    def rate(self):
+        return self.deliveries / self.seconds
+
+    def cpu_ms(self, group):
+        return 1000.0 * self.cpu.get(group, 0.0) / self.deliveries
+
+
+def measured_run(jobs, n, target_url, meter, timeout):
+    from apps.executions.publishing import publish
+
+    ids = insert_executions(jobs, n)
+    log(f"  measuring {n} deliveries")
+    received_before = sum(target_stats(target_url).values())
+    before = meter.snapshot()
+    started = time.perf_counter()
+    publish({QUEUE: ids})
+    samples = [(0.0, 0)]
+    deadline = started + timeout
+    while True:
+        time.sleep(0.2)
+        done = sql("SELECT count(*) FROM executions_execution WHERE status = 'succeeded'")[0][0]
+        samples.append((time.perf_counter() - started, done))
+        if done >= n:
+            break
+        if time.perf_counter() > deadline:
+            log(f"  timed out with {done} of {n} recorded: {status_counts()}")
+            break
+    after = meter.snapshot()
+    seconds = samples[-1][0]
+    received = sum(target_stats(target_url).values()) - received_before
+    run = Run(n, seconds, steady_rate(samples, n), received, status_counts(), CpuMeter.used(before, after))
+    attempts = sql("SELECT count(*), count(DISTINCT execution_id) FROM executions_attempt")[0]
+    if attempts[0] != n or attempts[1] != n or received != n:
+        log(f"  ! {attempts[0]} attempts for {attempts[1]} executions, {received} requests received, "
+            f"for {n} executions")
+    return run
+
+
+def steady_rate(samples, n):
+    def time_at(count):
+        for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
+            if c1 >= count:
+                return t0 + (t1 - t0) * (count - c0) / max(1, c1 - c0)
+        return samples[-1][0]
+
+    low, high = time_at(0.1 * n), time_at(0.9 * n)
+    return 0.8 * n / (high - low) if high > low else float("nan")
+
+
+def run_config(name, config, processes, jobs, target_url, path, n, repeat, workdir, meter_groups):
+    from apps.jobs.models import Job
+
+    Job.objects.update(url=target_url + path)
+    flush_redis()
+    workers = start_workers(config, processes, workdir, name)
+    try:
+        groups = dict(meter_groups, worker=lambda: [pid for w in workers for pid in process_tree(w.popen.pid)])
+        meter = CpuMeter(groups)
+        timeout = 60 + n / 50
+        warm = measured_run(jobs, min(n, max(500, 2 * config.inflight * processes)), target_url, meter, timeout)
+        log(f"  {name}: warm-up {warm.deliveries} in {warm.seconds:.1f} s")
+        runs = []
+        for rep in range(repeat):
+            wait_for_quiet_machine()
+            run = measured_run(jobs, n, target_url, meter, timeout)
+            log(f"  {name} run {rep + 1}: {run.deliveries} in {run.seconds:.2f} s = {run.rate:,.0f}/s "
+                f"(steady {run.steady_rate:,.0f}/s), worker CPU {run.cpu_ms('worker'):.2f} ms/delivery, "
+                f"PG {run.cpu_ms('postgres'):.2f}, Redis {run.cpu_ms('redis'):.2f}, target {run.cpu_ms('target'):.2f} ms; "
+                f"machine busy {100 * run.cpu['machine_busy_share']:.0f} % (others {run.cpu['other']:.2f} cores), "
+                f"statuses {run.statuses}")
+            runs.append(run)
+    finally:
+        codes = [w.stop() for w in workers]
+    if any(codes):
+        log(f"  worker exit codes {codes}: see {workdir}")
+    return runs
+
+
+def flush_redis():
+    from apps.executions.outbound import redis_client
+
+    redis_client().flushdb()
+
+
+def wait_for_quiet_machine(max_wait=None):
+    """Benchmarks on 2 cores disturb each other: wait while the scheduler benchmark runs
+    (polling every 30 s), then until the machine is mostly idle (other people's test runs),
+    for at most ``max_wait`` seconds."""
+    waited = False
+    while subprocess.run(["pgrep", "-f", "bench_scheduler"], capture_output=True).returncode == 0:
+        if not waited:
+            log("  waiting for bench_scheduler to finish ...")
+            waited = True
+        time.sleep(30)
+    max_wait = QUIET["max_wait"] if max_wait is None else max_wait
+    deadline = time.time() + max_wait
+    while True:
+        busy0, total0 = machine_busy()
+        time.sleep(2)
+        busy1, total1 = machine_busy()
+        share = (busy1 - busy0) / max(1, total1 - total0)
+        if share < QUIET["share"]:
+            return
+        if time.time() > deadline:
+            log(f"  the machine is still {100 * share:.0f} % busy after {max_wait} s: measuring anyway")
+            return
+        if not waited:
+            log(f"  waiting for a quiet machine ({100 * share:.0f} % busy) ...")
+            waited = True
+
+
+def run_bare(url, threads, total):
+    wait_for_quiet_machine()
+    out = subprocess.run([sys.executable, __file__, "--bare", url, str(threads), str(total)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# --- report -----------------------------------------------------------------------------------
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def machine():
+    import django
+    import celery
+    import requests
+
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    pg = sql("SHOW server_version")[0][0]
+    return (f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, Django {django.get_version()}, "
+            f"Celery {celery.__version__}, requests {requests.__version__}, PostgreSQL {pg}")
+
+
+def render(meta, args, results, bare_seq, bare_threads, config_fast, config_slow):
+    out = [f"Machine: {meta}.", ""]
+    out.append(f"Worker pool: `{config_fast.label()}` (slow target: `{config_slow.label()}`). "
+               f"{args.chunk} ids per message (`PUBLISH_CHUNK`). "
+               f"Median of {args.repeat} runs after a warm-up; {args.deliveries:,} deliveries per fast run, "
+               f"{args.slow_deliveries:,} per slow run; {ORGS} enterprise organizations, {JOBS:,} jobs.")
+    out.append("")
+    out.append("| configuration | deliveries/s, publish → last recorded (min–max) | steady deliveries/s "
+               "(10 %→90 % recorded) | worker CPU ms/delivery | PostgreSQL CPU ms | Redis CPU ms | target CPU ms "
+               "| machine busy | other load (cores) |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, runs in results:
+        rates = [r.rate for r in runs]
+        out.append(
+            f"| {name} | **{median(rates):,.0f}** ({min(rates):,.0f}–{max(rates):,.0f}) | "
+            f"{median([r.steady_rate for r in runs]):,.0f} | "
+            f"{median([r.cpu_ms('worker') for r in runs]):.2f} | {median([r.cpu_ms('postgres') for r in runs]):.2f} | "
+            f"{median([r.cpu_ms('redis') for r in runs]):.2f} | {median([r.cpu_ms('target') for r in runs]):.2f} | "
+            f"{100 * median([r.cpu['machine_busy_share'] for r in runs]):.0f} % | "
+            f"{median([r.cpu['other'] for r in runs]):.2f} |")
+    for name, bare in (("bare `requests.Session` loop, 1 thread", bare_seq),
+                       (f"bare `requests.Session` loop, {args.bare_threads} threads", bare_threads)):
+        rates = [b["requests"] / b["seconds"] for b in bare]
+        cpu = median([1000 * b["cpu"] / b["requests"] for b in bare])
+        out.append(f"| {name} | **{median(rates):,.0f}** ({min(rates):,.0f}–{max(rates):,.0f}) | — | "
+                   f"{cpu:.2f} (client) | — | — | — | — | — |")
+    out.append("")
+    one = dict(results)["fast target, 1 worker process"]
+    ours_cpu = median([r.cpu_ms("worker") for r in one])
+    ours_all = median([r.cpu_ms("worker") + r.cpu_ms("postgres") + r.cpu_ms("redis") for r in one])
+    bare_cpu = median([1000 * b["cpu"] / b["requests"] for b in bare_threads])
+    ours_wall = 1000 / median([r.rate for r in one])
+    bare_wall = 1000 / median([b["requests"] / b["seconds"] for b in bare_threads])
+    out.append("Overhead per delivery, ours minus the bare loop with the same thread count (fast target, "
+               "1 worker process):")
+    out.append("")
+    out.append(f"- CPU: worker process {ours_cpu:.2f} ms − bare client {bare_cpu:.2f} ms = "
+               f"**{ours_cpu - bare_cpu:.2f} ms of one core per delivery**; counting the PostgreSQL and Redis "
+               f"work the worker causes too: {ours_all:.2f} − {bare_cpu:.2f} = {ours_all - bare_cpu:.2f} ms.")
+    out.append(f"- Wall clock (one process ≈ one core under the GIL): 1000 / rate = {ours_wall:.2f} ms − "
+               f"{bare_wall:.2f} ms = {ours_wall - bare_wall:.2f} ms.")
+    return "\n".join(out)
+
+
+README_START = "<!-- delivery:start -->"
+README_END = "<!-- delivery:end -->"
+SECTION = "## Delivery: bench_delivery.py"
+
+METHOD = """\
+### How to run
+
+```sh
+# PostgreSQL and Redis running (make test starts them: scripts/ensure-services.sh)
+DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench_delivery \\
+REDIS_URL=redis://127.0.0.1:6379/6 SECRET_KEY=bench OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8 \\
+.venv/bin/python bench/bench_delivery.py            # full: 5 runs per configuration (~20 min)
+
+... bench/bench_delivery.py --quick                 # one short run per configuration (~2 min)
+... bench/bench_delivery.py --only fast2 --repeat 3 # one configuration
+... bench/bench_delivery.py --help                  # worker knobs: --concurrency, --inflight, --chunk, ...
+```
+
+It creates and migrates the database of `DATABASE_URL` when missing and empties its jobs,
+executions and attempts (it refuses a name without `bench`, and `cronsvc_bench`, the
+scheduler benchmark's); it flushes the Redis DB index of `REDIS_URL` (it refuses 0, the
+tests', and 5, the scheduler benchmark's). Two copies never run at once (a lock file).
+Before each measured run it waits while `bench_scheduler.py` runs (polling every 30 s) and
+then until the machine is less than 15 % busy (at most `--quiet-wait` seconds). Child
+process logs go to a temporary directory printed at the start. A full run writes its table
+between the `delivery` markers below (`--no-readme` to skip; `--quick` never writes).
+
+### What is measured
+
+**End to end.** Executions are inserted as `queued` (10 enterprise organizations, 2,000
+jobs, round-robin so that a message holds distinct jobs), then published with
+`apps.executions.publishing.publish` (`PUBLISH_CHUNK` ids per message) while real
+`celery -A config worker` processes run (the Procfile's worker line with its defaults, plus
+`--without-mingle --without-gossip` as in the tests). The workers claim, admit (overlap lock,
+organization concurrency cap, circuit breaker, rate limit), sign and send each request, and
+record the attempt, the execution's new state and the job's health. The clock starts when
+publishing starts; a delivery counts when its `succeeded` row is committed (the benchmark
+counts them every 0.2 s). "Publish → last recorded" is deliveries / time to the last one;
+"steady" is the rate between 10 % and 90 % recorded. Each run checks that every execution
+has exactly one attempt and the target received exactly one request per execution. Before
+each run: the executions and attempts are truncated, the jobs table vacuumed (autovacuum
+is off on the reference machine) and a `CHECKPOINT` taken. One warm-up run per
+configuration is not counted; the table shows the median of the runs.
+
+**Targets.** The target is an asyncio HTTP/1.1 keep-alive server in a process of its own
+(this file with `--serve-target`, no dependency): the fast target answers 200 at once
+(~0.05 ms of CPU a request), the slow one after 1 s (a timer, so it holds any number of
+connections).
+
+**Baseline.** A bare `requests.Session` loop in a process of its own against the same fast
+target: one thread, and as many threads as a worker process has delivery threads
+(`DELIVERY_MAX_INFLIGHT`), sharing one session whose pool holds that many connections.
+
+**CPU and overhead.** CPU is read from `/proc/<pid>/stat` before and after each run for
+the worker processes (with their children), PostgreSQL (the benchmark database's backends,
+the WAL writer, background writer and checkpointer), Redis and the target, and divided by
+the deliveries. "Other load" is the rest of the machine's CPU over the run, in cores: other
+people's processes (this machine is shared), so a high figure marks a disturbed run.
+Overhead per delivery = the worker process's CPU per delivery minus the bare threaded
+loop's CPU per request: milliseconds of one core, since a Python process runs Python on one
+core at a time (the GIL), so one worker process is one core-equivalent. The same with the
+PostgreSQL and Redis work the worker causes, and a wall-clock version (1000 / deliveries
+per second of one process, minus the same for the bare loop) are given as cross-checks.
+"""
+
+
+def write_readme(text, command):
+    path = ROOT / "bench" / "README.md"
+    block = f"{README_START}\nLatest full run, produced by\n\n```sh\n{command}\n```\n\n{text}\n{README_END}"
+    section = f"{SECTION}\n\n{METHOD}\n### Figures\n\n{block}\n"
+    if not path.exists():
+        path.write_text("# Benchmarks\n\nFigures from the benchmarks in this folder; each section says how "
+                        "it was measured and with which command. They never pass or fail on a timing.\n\n"
+                        + section)
+        return
+    current = path.read_text()
+    if README_START in current and README_END in current:
+        head, rest = current.split(README_START, 1)
+        _, tail = rest.split(README_END, 1)
+        path.write_text(head + block + tail)
+    else:
+        path.write_text(current.rstrip() + "\n\n" + section)
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--serve-target":
+        return serve_target()
+    if len(sys.argv) > 1 and sys.argv[1] == "--bare":
+        return bare_loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer deliveries, one run per configuration")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per configuration (median)")
+    parser.add_argument("--deliveries", type=int, default=20000, help="deliveries per fast-target run")
+    parser.add_argument("--slow-deliveries", type=int, default=4000, help="deliveries per 1 s-target run")
+    parser.add_argument("--pool", default="threads", choices=("threads", "prefork", "solo"))
+    parser.add_argument("--concurrency", type=int, default=None, help="worker --concurrency (default: the Procfile's)")
+    parser.add_argument("--inflight", type=int, default=None, help="DELIVERY_MAX_INFLIGHT (default: the settings')")
+    parser.add_argument("--prefetch", type=int, default=None, help="CELERY_WORKER_PREFETCH_MULTIPLIER")
+    parser.add_argument("--only", default="fast1,fast2,slow1,prefork2,bare",
+                        help="configurations to run: fast1, fast2, slow1, prefork2, bare")
+    parser.add_argument("--chunk", type=int, default=None,
+                        help="ids per published message (default: publishing.PUBLISH_CHUNK)")
+    parser.add_argument("--quiet-wait", type=float, default=QUIET["max_wait"],
+                        help="longest wait for a quiet machine before each run, in seconds")
+    parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=None,
+                        help="write the figures into bench/README.md (default: yes unless --quick)")
+    args = parser.parse_args()
+    if args.quick:
+        args.repeat, args.deliveries, args.slow_deliveries = 1, 4000, 1000
+    only = set(args.only.split(","))
+    QUIET["max_wait"] = args.quiet_wait
+
+    lock = open(Path(tempfile.gettempdir()) / "bench_delivery.lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit("another bench_delivery.py is running (they would share the database and the queue)")
+    db_url, db_name, redis_url = configure_environment()
+    ensure_database(db_url, db_name)
+    setup_django()
+    from django.conf import settings
+
+    from apps.executions import publishing
+
+    if args.chunk:
+        publishing.PUBLISH_CHUNK = args.chunk
+    args.chunk = publishing.PUBLISH_CHUNK
+    concurrency = args.concurrency or int(os.environ.get("WORKER_CONCURRENCY", procfile_concurrency()))
+    config = WorkerConfig(args.pool, concurrency, args.inflight or settings.DELIVERY_MAX_INFLIGHT,
+                          args.prefetch or settings.CELERY_WORKER_PREFETCH_MULTIPLIER)
+    args.bare_threads = config.inflight
+    meta = machine()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-delivery-"))
+    log(f"logs of the child processes: {workdir}")
+    log(f"worker: {config.label()}; {args.chunk} ids per message")
+    target, target_url = start_target(workdir)
+    started = time.monotonic()
+    try:
+        jobs = load_jobs()
+        meter_groups = {"postgres": postgres_pids, "redis": lambda: [redis_pid()], "target": lambda: [target.pid],
+                        "bench": lambda: [os.getpid()]}
+        results = []
+        prefork = WorkerConfig("prefork", 2, config.inflight, config.prefetch)
+        for key, name, worker_config, processes, path, n in (
+            ("fast1", "fast target, 1 worker process", config, 1, "/hook", args.deliveries),
+            ("fast2", "fast target, 2 worker processes", config, 2, "/hook", args.deliveries),
+            ("slow1", "1 s target, 1 worker process", config, 1, "/slow", args.slow_deliveries),
+            ("prefork2", "fast target, 1 prefork worker with 2 children (comparison)", prefork, 1, "/hook",
+             args.deliveries),
+        ):
+            if key in only:
+                log(f"{name}: {worker_config.label()}")
+                results.append((name, run_config(key, worker_config, processes, jobs, target_url, path, n,
+                                                 args.repeat, workdir, meter_groups)))
+        bare_seq, bare_threads = [], []
+        if "bare" in only:
+            for rep in range(args.repeat):
+                bare_seq.append(run_bare(target_url + "/hook", 1, min(args.deliveries, 10000)))
+                bare_threads.append(run_bare(target_url + "/hook", config.inflight, args.deliveries))
+                log(f"  bare run {rep + 1}: 1 thread {bare_seq[-1]['requests'] / bare_seq[-1]['seconds']:,.0f}/s, "
+                    f"{config.inflight} threads {bare_threads[-1]['requests'] / bare_threads[-1]['seconds']:,.0f}/s")
+    finally:
+        target.send_signal(signal.SIGTERM)
+        target.wait(10)
+    if not (results and bare_threads and "fast target, 1 worker process" in dict(results)):
+        for name, runs in results:
+            print(name, [f"{r.rate:,.0f}/s" for r in runs])
+        return
+    text = render(meta, args, results, bare_seq, bare_threads, config, config)
+    text += f"\n\nTotal benchmark time: {(time.monotonic() - started) / 60:.1f} min.\n"
+    print()
+    print(text)
+    if (not args.quick) if args.readme is None else args.readme:
+        command = ("DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench_delivery "
+                   "REDIS_URL=redis://127.0.0.1:6379/6 SECRET_KEY=bench OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8 "
+                   ".venv/bin/python bench/bench_delivery.py " + " ".join(sys.argv[1:]))
+        write_readme(text, command.strip())
+        log("figures written to bench/README.md")
+
+
+def procfile_concurrency():
+    """The default of ${WORKER_CONCURRENCY:-N} on the Procfile's worker lines."""
+    import re
+
+    match = re.search(r"worker_pro:.*WORKER_CONCURRENCY:-(\d+)", (ROOT / "Procfile").read_text())
+    return int(match.group(1)) if match else 50
+
+
+if __name__ == "__main__":
+    main()
