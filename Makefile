@@ -41,9 +41,13 @@ services:
 browser:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
+## make bench: every benchmark in bench/ (each uses its own database and Redis index).
 bench: install-dev services
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=bench-only \
-		$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/bench_schedules.py
+	DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench REDIS_URL=redis://127.0.0.1:6379/5 \
+		SECRET_KEY=bench-only $(BIN)/python bench/bench_scheduler.py
+	DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench_delivery REDIS_URL=redis://127.0.0.1:6379/6 \
+		SECRET_KEY=bench-only OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8 $(BIN)/python bench/bench_delivery.py
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache
