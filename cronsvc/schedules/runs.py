@@ -17,6 +17,10 @@ _SECOND = timedelta(seconds=1)
 _TICK = timedelta(microseconds=1)
 
 
+SUPPORTED_FROM = datetime(1970, 1, 1, tzinfo=timezone.utc)
+SUPPORTED_UNTIL = datetime(9000, 1, 1, tzinfo=timezone.utc)
+
+
 def next_run(
     schedule: Schedule,
     after: datetime,
@@ -28,6 +32,11 @@ def next_run(
     require_aware(after, "after")
     if start_at is not None and start_at > after:
         after = start_at - _TICK  # a run exactly at start_at is allowed
+    if after >= SUPPORTED_UNTIL:
+        return None
+    # Timezone rules (and datetime itself) run out near years 1 and 9999: the engine
+    # answers for runs from 1970 on, which covers every schedule a job can have.
+    after = max(after, SUPPORTED_FROM - _TICK)
     run = _next_unbounded(schedule, after)
     if run is None or (end_at is not None and run > end_at):
         return None

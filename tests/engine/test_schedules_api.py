@@ -413,3 +413,15 @@ def test_jitter_is_the_same_in_another_process():
 )
 def test_describe(schedule, text):
     assert describe(schedule) == text
+
+
+def test_instants_outside_the_supported_years_never_crash():
+    from datetime import datetime, timezone as tz
+
+    from cronsvc.schedules import CronSchedule, IntervalSchedule, next_run
+
+    cron = CronSchedule("0 * * * *", "America/New_York")
+    assert next_run(cron, datetime(1, 1, 1, tzinfo=tz.utc)) == datetime(1970, 1, 1, 0, 0, tzinfo=tz.utc)
+    assert next_run(cron, datetime(9999, 12, 31, 23, tzinfo=tz.utc)) is None
+    interval = IntervalSchedule(60, anchor=datetime(1, 1, 1, tzinfo=tz.utc))
+    assert next_run(interval, datetime(1, 1, 1, tzinfo=tz.utc)) == datetime(1970, 1, 1, 0, 0, tzinfo=tz.utc)
