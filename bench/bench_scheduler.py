@@ -938,8 +938,8 @@ def render(meta, args, datasets, throughput, lags, beats):
     return "\n".join(out)
 
 
-README_START = "<!-- figures:start -->"
-README_END = "<!-- figures:end -->"
+README_START = "<!-- bench_scheduler figures:start -->"
+README_END = "<!-- bench_scheduler figures:end -->"
 
 
 def write_readme(text, command):
@@ -975,7 +975,7 @@ def main():
     parser.add_argument("--quiet", type=float, default=0.25,
                         help="before each run, wait until other processes use less than this share of the CPUs (0: don't)")
     parser.add_argument("--quiet-timeout", type=float, default=300.0, help="longest wait for a quiet machine (s)")
-    parser.add_argument("--retries", type=int, default=2,
+    parser.add_argument("--retries", type=int, default=3,
                         help="runs repeated when other processes used more than --quiet of the CPUs meanwhile")
     parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=None,
                         help="write the figures into bench/README.md (default: yes unless --quick)")

@@ -80,23 +80,6 @@ _Row = namedtuple("_Row", ["job_id", "organization_id", "scheduled_for", "status
                            "queue", "published_at", "finished_at"])
 
 
-def claim_due(now, batch_size):
-    """Run one claim transaction. Returns a TickResult whose ``to_publish`` lists the
-    executions to publish once this function has returned (the transaction committed)."""
-    with transaction.atomic():
-        _limit_idle_time()
-        rows = _fetch(
-            Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now)
-            .order_by("next_run_at")
-            .select_for_update(skip_locked=True, of=("self",))
-            .annotate(org_suspended=_ORG_SUSPENDED, org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN)
-            .values_list(*CLAIM_FIELDS, "org_suspended", "org_queue", "unfinished_run")[:batch_size]
-        )
-        if not rows:
-            return TickResult()
-        return _process_batch([ClaimedJob._make(row) for row in rows], now)
-
-
 # What the tick needs besides the job's own columns comes from correlated scalar
 # subqueries, not joins: the claim query then reads jobs_job alone, and PostgreSQL walks
 # the job_due index in order and stops after batch_size rows whatever its statistics
@@ -118,6 +101,23 @@ _UNFINISHED_RUN = Case(
     )),
     default=None,
 )
+
+
+def claim_due(now, batch_size):
+    """Run one claim transaction. Returns a TickResult whose ``to_publish`` lists the
+    executions to publish once this function has returned (the transaction committed)."""
+    with transaction.atomic():
+        _limit_idle_time()
+        rows = _fetch(
+            Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now)
+            .order_by("next_run_at")
+            .select_for_update(skip_locked=True, of=("self",))
+            .annotate(org_suspended=_ORG_SUSPENDED, org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN)
+            .values_list(*CLAIM_FIELDS, "org_suspended", "org_queue", "unfinished_run")[:batch_size]
+        )
+        if not rows:
+            return TickResult()
+        return _process_batch([ClaimedJob._make(row) for row in rows], now)
 
 
 def _fetch(queryset):
