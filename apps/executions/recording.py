@@ -18,6 +18,7 @@ from django.db.models import F
 
 from apps.jobs.models import Job
 
+from .hooks import Outcome, run_outcome_hooks
 from .models import Attempt, Execution
 
 log = logging.getLogger(__name__)
@@ -83,9 +84,12 @@ def record_attempts(results):
         try:
             with transaction.atomic():
                 changed = _finish_many(results)
-                _insert_attempts([r for r in results if r.execution.id in changed])
-                _insert_attempts([r for r in results if r.execution.id not in changed], lease_lost=True)
-                _update_jobs_health([r for r in results if r.execution.id in changed])
+                moved = [r for r in results if r.execution.id in changed]
+                _insert_attempts(moved)
+                stray = _insert_attempts([r for r in results if r.execution.id not in changed], lease_lost=True)
+                _update_jobs_health(moved)
+                run_outcome_hooks([_outcome(r) for r in moved]
+                                  + [_outcome(r, moved=False) for r in results if r.execution.id in stray])
             break
         except Exception as exc:
             if not tries_left or _sqlstate(exc) not in _RETRYABLE_SQLSTATES:
@@ -147,11 +151,23 @@ def _finish_many(results):
         return {row[0] for row in cursor.fetchall()}
 
 
+def _outcome(result, *, moved=True):
+    a = result.attempt
+    execution = result.execution
+    return Outcome(
+        execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
+        status=result.status if moved else S.RUNNING, finished_at=a.finished_at, attempt_number=a.number,
+        attempt_counted=True, error_kind=a.error_kind, error_message=a.error_message,
+        response_status=a.response_status, duration_ms=a.duration_ms, moved=moved,
+    )
+
+
 def _insert_attempts(results, *, lease_lost=False):
-    """One row per result. A run whose lease was lost may meet the attempt of the worker
-    that took it over under the same number: that one stays."""
+    """One row per result; returns the ids of the executions whose row was stored. A run
+    whose lease was lost may meet the attempt of the worker that took it over under the
+    same number: that one stays."""
     if not results:
-        return
+        return set()
     from psycopg.types.json import Jsonb
 
     table = connection.ops.quote_name(Attempt._meta.db_table)
@@ -162,7 +178,7 @@ def _insert_attempts(results, *, lease_lost=False):
         "SELECT * FROM unnest(%b::uuid[], %b::smallint[], %b::timestamptz[], %b::timestamptz[], %b::integer[], "
         "%b::text[], %b::text[], %b::jsonb[], %b::text[], %b::smallint[], %b::jsonb[], %b::text[], %b::text[], "
         "%b::text[], %b::text[], %b::text[])"
-        + (" ON CONFLICT (execution_id, number) DO NOTHING" if lease_lost else "")
+        + (" ON CONFLICT (execution_id, number) DO NOTHING RETURNING execution_id" if lease_lost else "")
     )
     columns = [[] for _ in range(16)]
     for result in results:
@@ -175,6 +191,9 @@ def _insert_attempts(results, *, lease_lost=False):
             column.append(value)
     with _cursor() as cursor:
         cursor.execute(sql, columns)
+        if lease_lost:
+            return {row[0] for row in cursor.fetchall()}
+    return {result.execution.id for result in results}
 
 
 def _update_jobs_health(results):
@@ -231,6 +250,13 @@ def record_attempt(execution, *, attempt, status, next_attempt_at, auto_disable_
         changed = _finish(execution, status, attempt, next_attempt_at)
         if changed and status != S.QUEUED:
             _update_job_health(execution.job_id, status, attempt.started_at, auto_disable_after)
+        run_outcome_hooks([Outcome(
+            execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
+            status=status if changed else S.RUNNING, finished_at=attempt.finished_at,
+            attempt_number=attempt.number, attempt_counted=True, error_kind=attempt.error_kind,
+            error_message=attempt.error_message, response_status=attempt.response_status,
+            duration_ms=attempt.duration_ms, moved=bool(changed),
+        )])
     return changed
 
 
@@ -266,9 +292,16 @@ def _update_job_health(job_id, status, ran_at, auto_disable_after):
 
 def skip_running(execution, reason, now):
     """A claimed run that must not go ahead (e.g. its previous run is still going)."""
-    return Execution.objects.filter(id=execution.id, status=S.RUNNING).update(
-        status=S.SKIPPED, skip_reason=reason, finished_at=now, lease_expires_at=None,
-    )
+    with transaction.atomic():
+        changed = Execution.objects.filter(id=execution.id, status=S.RUNNING).update(
+            status=S.SKIPPED, skip_reason=reason, finished_at=now, lease_expires_at=None,
+        )
+        if changed:
+            run_outcome_hooks([Outcome(
+                execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
+                status=S.SKIPPED, finished_at=now, skip_reason=reason,
+            )])
+    return changed
 
 
 def defer_running(execution, until, *, error_kind="", error_message=""):
@@ -288,4 +321,8 @@ def fail_running(execution, *, error_kind, error_message, now, auto_disable_afte
         )
         if changed:
             _update_job_health(execution.job_id, S.FAILED, now, auto_disable_after)
+            run_outcome_hooks([Outcome(
+                execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
+                status=S.FAILED, finished_at=now, error_kind=error_kind, error_message=error_message,
+            )])
     return changed
