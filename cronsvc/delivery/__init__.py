@@ -6,7 +6,7 @@ Free of Django on purpose, so the Celery task is thin glue and each piece is tes
 - ``template``  body templates (``{{ job.name }}``), escaped per body format
 - ``signing``   Standard Webhooks signatures
 - ``guard``     which addresses may be reached (SSRF), enforced at socket-open time
-- ``transport`` the requests/urllib3 connection classes that apply the guard and deadline
+- ``transport`` the urllib3 connection classes that apply the guard and deadline
 - ``deadline``  the total deadline per delivery (a watchdog thread shuts sockets down)
 - ``client``    sending one delivery and reporting what happened, never raising
 - ``outcome``   success criteria and the classification of a result

@@ -5,21 +5,24 @@ from __future__ import annotations
 import http.client
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 from urllib.parse import urljoin, urlsplit
 
-import requests
+import certifi
+import urllib3
 import urllib3.exceptions
-from requests.cookies import RequestsCookieJar
+from urllib3.exceptions import NameResolutionError, NewConnectionError, ProtocolError
 
 from .deadline import DeadlineScope, deadline_scope
 from .guard import AddressPolicy, ForbiddenTarget, check_url
 from .request import PreparedDelivery
-from .transport import GuardedAdapter
+from .transport import guarded_pool_manager
 
 DEFAULT_MAX_BODY_BYTES = 16384
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _READ_CHUNK = 65536
+# What a browser-like client sends unless the customer's headers say otherwise.
+DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
 
 
 @dataclass(frozen=True)
@@ -35,15 +38,28 @@ class DeliveryResult:
     final_url: str | None = field(default=None)  # after redirects
 
 
-class _DiscardingCookieJar(RequestsCookieJar):
-    """A worker's session is shared by every tenant: a cookie set by one customer's endpoint
-    must never be sent on another customer's delivery."""
+class DeliverySession:
+    """A worker's pooled connections, reused across deliveries and shared by its threads.
 
-    def set_cookie(self, cookie, *args, **kwargs):  # type: ignore[override]
-        return None
+    urllib3 directly, not requests: requests costs about 0.7 ms of CPU more per request
+    (measured here: 991 µs against 278 µs), the most expensive step of a delivery, and its
+    extras are what a multi-tenant sender must switch off anyway — environment proxies
+    would bypass the guard, ~/.netrc would hand the worker's credentials to customer
+    endpoints, and a cookie jar would carry one customer's cookies to another's request.
+    """
 
-    def extract_cookies(self, response, request):  # type: ignore[override]
-        return None
+    def __init__(self, policy: AddressPolicy, *, pool_connections: int, pool_maxsize: int,
+                 ca_bundle: str | None) -> None:
+        self.policy = policy
+        self.pools = guarded_pool_manager(policy, num_pools=pool_connections, maxsize=pool_maxsize,
+                                          ca_certs=ca_bundle or certifi.where())
+
+    def urlopen(self, method: str, url: str, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        return self.pools.urlopen(method, url, redirect=False, retries=False, preload_content=False,
+                                  **kwargs)
+
+    def close(self) -> None:
+        self.pools.clear()
 
 
 def make_session(
@@ -52,30 +68,20 @@ def make_session(
     pool_connections: int = 100,
     pool_maxsize: int = 10,
     ca_bundle: str | None = None,
-) -> requests.Session:
+) -> DeliverySession:
     """A pooled session for a worker to reuse across deliveries.
 
     ``pool_connections`` is how many hosts keep a pool, ``pool_maxsize`` how many idle
-    connections each keeps. ``ca_bundle`` replaces the default CA certificates.
+    connections each keeps. ``ca_bundle`` replaces the default CA certificates (certifi's).
     """
-    session = requests.Session()
-    # Environment proxies would bypass the guard and ~/.netrc would hand the worker's own
-    # credentials to customer endpoints; skipping both also saves time per request.
-    session.trust_env = False
-    session.cookies = _DiscardingCookieJar()
-    adapter = GuardedAdapter(policy, pool_connections=pool_connections,
-                             pool_maxsize=pool_maxsize, max_retries=0)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    if ca_bundle is not None:
-        session.verify = ca_bundle
-    return session
+    return DeliverySession(policy, pool_connections=pool_connections, pool_maxsize=pool_maxsize,
+                           ca_bundle=ca_bundle)
 
 
 def deliver(
     prepared: PreparedDelivery,
     *,
-    session: requests.Session,
+    session: DeliverySession,
     policy: AddressPolicy,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     now_fn: Callable[[], float] = time.monotonic,
@@ -100,8 +106,8 @@ def deliver(
             body, truncated, error = _read_body(response, max_body_bytes, scope)
     kind, message = _error_kind(error, scope) if error or scope.expired else (None, None)
     return DeliveryResult(
-        status_code=response.status_code,
-        headers={k.lower(): v for k, v in response.headers.items()},
+        status_code=response.status,
+        headers={name.lower(): value for name, value in response.headers.itermerged()},
         body_excerpt=_decode(body, response.headers.get("content-type", "")),
         body_truncated=truncated,
         duration_ms=_elapsed_ms(started, now_fn),
@@ -119,34 +125,42 @@ def _failed(kind_and_message: tuple[str, str], scope: DeadlineScope, started: fl
                           scope.remote_addr, kind, message, None)
 
 
-def _send(prepared: PreparedDelivery, session: requests.Session, policy: AddressPolicy,
-          scope: DeadlineScope) -> tuple[requests.Response, str]:
+def _send(prepared: PreparedDelivery, session: DeliverySession, policy: AddressPolicy,
+          scope: DeadlineScope) -> tuple[urllib3.BaseHTTPResponse, str]:
     """Send, following redirects by hand so that every hop's URL passes ``check_url``."""
-    method, url, headers, body = prepared.method, prepared.url, dict(prepared.headers), prepared.body
+    method, url, body = prepared.method, prepared.url, prepared.body
+    headers = _with_defaults(prepared.headers)
     hops_left = prepared.max_redirects if prepared.follow_redirects else 0
     while True:
         check_url(url, policy)
         response = _request(session, method, url, headers, body, prepared.connect_timeout, scope)
         location = response.headers.get("location")
-        if hops_left == 0 or response.status_code not in REDIRECT_STATUSES or not location:
+        if hops_left == 0 or response.status not in REDIRECT_STATUSES or not location:
             return response, url
         response.close()
         hops_left -= 1
         next_url = urljoin(url, location)
-        method, body, headers = _redirected(response.status_code, method, body, headers,
+        method, body, headers = _redirected(response.status, method, body, headers,
                                             url, next_url)
         url = next_url
 
 
-def _request(session, method, url, headers, body, connect_timeout, scope) -> requests.Response:
+def _with_defaults(headers) -> dict[str, str]:
+    given = {name.lower() for name in headers}
+    merged = {name: value for name, value in DEFAULT_HEADERS.items() if name.lower() not in given}
+    merged.update(headers)
+    return merged
+
+
+def _request(session, method, url, headers, body, connect_timeout, scope) -> urllib3.BaseHTTPResponse:
     remaining = scope.remaining()
     if remaining <= 0:
-        raise requests.exceptions.ReadTimeout("total deadline passed")
+        raise TimeoutError("total deadline passed")
     scope.request_started = False  # per hop: set by the connection once it starts sending
-    return session.request(
-        method, url, headers=headers, data=body or None, stream=True, allow_redirects=False,
+    return session.urlopen(
+        method, url, headers=headers, body=body or None,
         # The read timeout is per socket read; the scope's watchdog enforces the total.
-        timeout=(min(connect_timeout, remaining), remaining),
+        timeout=urllib3.Timeout(connect=min(connect_timeout, remaining), read=remaining),
     )
 
 
@@ -173,7 +187,7 @@ def _origin(url: str) -> tuple[str, str | None, int | None]:
     return parts.scheme.lower(), parts.hostname, parts.port
 
 
-def _read_body(response: requests.Response, limit: int,
+def _read_body(response: urllib3.BaseHTTPResponse, limit: int,
                scope: DeadlineScope) -> tuple[bytes, bool, Exception | None]:
     """Read at most ``limit`` bytes (one more to know about truncation).
 
@@ -183,13 +197,12 @@ def _read_body(response: requests.Response, limit: int,
     wanted = limit + 1
     try:
         while wanted > 0:
-            chunk = response.raw.read(min(wanted, _READ_CHUNK), decode_content=True)
+            chunk = response.read(min(wanted, _READ_CHUNK), decode_content=True)
             if not chunk:
                 break
             chunks.append(chunk)
             wanted -= len(chunk)
-    except (requests.RequestException, urllib3.exceptions.HTTPError,
-            http.client.HTTPException, OSError) as exc:
+    except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
         return b"".join(chunks)[:limit], False, exc
     body = b"".join(chunks)
     return body[:limit], len(body) > limit, None
@@ -198,19 +211,20 @@ def _read_body(response: requests.Response, limit: int,
 def _error_kind(exc: BaseException | None, scope: DeadlineScope) -> tuple[str, str]:
     if isinstance(exc, ForbiddenTarget):
         return "forbidden_target", exc.reason
-    timed_out = scope.expired or isinstance(exc, (
-        requests.exceptions.Timeout, urllib3.exceptions.TimeoutError, TimeoutError))
+    if isinstance(exc, NameResolutionError) or _caused_by(exc, NameResolutionError):
+        return "dns_error", "the host name does not resolve"
+    # urllib3's NewConnectionError (a refused connection) descends from its timeout class.
+    refused = isinstance(exc, NewConnectionError)
+    timed_out = scope.expired or (not refused and isinstance(exc, (
+        urllib3.exceptions.TimeoutError, TimeoutError)))
     if timed_out and not scope.request_started:
         # Nothing was sent (TCP connect or TLS handshake): as safe to retry as a refusal.
         return "connect_error", "timed out while connecting"
     if timed_out:
         return "timeout", "no complete response within the timeout"
-    if isinstance(exc, requests.exceptions.SSLError) or _caused_by(exc, urllib3.exceptions.SSLError):
+    if isinstance(exc, urllib3.exceptions.SSLError) or _caused_by(exc, urllib3.exceptions.SSLError):
         return "tls_error", _message(exc)
-    if _caused_by(exc, urllib3.exceptions.NameResolutionError):
-        return "dns_error", "the host name does not resolve"
-    if isinstance(exc, (requests.RequestException, urllib3.exceptions.HTTPError,
-                        http.client.HTTPException, OSError)):
+    if isinstance(exc, (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)):
         return "connect_error", _message(exc)
     raise exc  # type: ignore[misc]  # a bug, not a delivery failure: let it surface
 

@@ -1,6 +1,6 @@
-"""requests/urllib3 plumbing: connections that pass the address guard and the deadline.
+"""urllib3 plumbing: connections that pass the address guard and the deadline.
 
-``GuardedAdapter`` is a requests HTTPAdapter whose urllib3 pools build connections through
+``guarded_pool_manager`` makes a urllib3 PoolManager whose pools build connections through
 ``guard.open_connection``: every new connection (first hop, redirect hop, reconnect after a
 pooled connection died) resolves the host and connects only to an address the policy
 allows. Pooled connections keep the address they were checked against, so reuse costs
@@ -12,7 +12,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from requests.adapters import HTTPAdapter
+from urllib3 import PoolManager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
@@ -84,19 +84,10 @@ def _pool_classes(policy: AddressPolicy) -> dict[str, type]:
     }
 
 
-class GuardedAdapter(HTTPAdapter):
-    """An HTTPAdapter whose every connection passes ``policy`` at socket-open time."""
-
-    __attrs__ = HTTPAdapter.__attrs__ + ["policy"]
-
-    def __init__(self, policy: AddressPolicy, **kwargs: Any) -> None:
-        self.policy = policy
-        super().__init__(**kwargs)
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = _pool_classes(self.policy)
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        # Through a proxy the guard would check the proxy's address, not the target's.
-        raise ForbiddenTarget("delivery through a proxy is disabled")
+def guarded_pool_manager(policy: AddressPolicy, **kwargs: Any) -> PoolManager:
+    """A PoolManager whose every connection passes ``policy`` at socket-open time. It
+    has no proxy support on purpose: through a proxy the guard would check the proxy's
+    address, not the target's."""
+    manager = PoolManager(**kwargs)
+    manager.pool_classes_by_scheme = _pool_classes(policy)
+    return manager
