@@ -99,25 +99,46 @@ class Guards:
 
     def acquire_many(self, requests, now):
         """[(organization_id, limit, lease_seconds, holder)] -> [slot taken?]: the
-        organizations' concurrency caps (``LeaseSemaphore.acquire``)."""
+        organizations' concurrency caps (``LeaseSemaphore.acquire``), one script call per
+        organization for its runs in order."""
+        per_org = {}
+        for index, (organization_id, limit, lease_seconds, holder) in enumerate(requests):
+            per_org.setdefault(organization_id, []).append((index, limit, lease_seconds, holder))
         pipe = self.client.pipeline(transaction=False)
-        for organization_id, limit, lease_seconds, holder in requests:
-            semaphore = self.concurrency(organization_id, limit, lease_seconds)
-            self._acquire(keys=[semaphore.key], client=pipe, args=[
-                holder, repr(float(now)), semaphore.limit, repr(float(semaphore.lease_seconds)),
-                semaphore._key_ttl()])
-        return [bool(taken) for taken in pipe.execute()]
+        for organization_id, runs in per_org.items():
+            limit = runs[0][1]
+            ttl = max(self.concurrency(organization_id, limit, lease)._key_ttl() for _, _, lease, _ in runs)
+            args = [repr(float(now)), limit, ttl]
+            for _, _, lease_seconds, holder in runs:
+                args += [holder, repr(float(lease_seconds))]
+            self._acquire_many(keys=[self.concurrency_key(organization_id)], client=pipe, args=args)
+        taken = [False] * len(requests)
+        for runs, answers in zip(per_org.values(), pipe.execute()):
+            for (index, *_), answer in zip(runs, answers):
+                taken[index] = bool(answer)
+        return taken
 
     def circuit_many(self, hosts, now):
-        """[host] -> [Decision] (``CircuitBreaker.before_request``), one per run: in a
-        half-open circuit only the first run of the host gets to probe it."""
+        """[host] -> [Decision] (``CircuitBreaker.before_request``), one per run, asking
+        Redis once per distinct host: in a half-open circuit only the first run of the host
+        gets to probe it, the others wait as they would behind another worker's probe."""
         breaker = self.breaker
+        distinct = list(dict.fromkeys(hosts))
         pipe = self.client.pipeline(transaction=False)
-        for host in hosts:
+        for host in distinct:
             self._before_request(keys=[breaker._key(host)], client=pipe, args=[
                 repr(float(now)), repr(float(breaker.probe_lease_seconds)), breaker.state_ttl_seconds])
-        return [Decision(bool(allowed), _text(state), float(retry_at) if retry_at else None)
-                for state, allowed, retry_at in pipe.execute()]
+        first = {host: Decision(bool(allowed), _text(state), float(retry_at) if retry_at else None)
+                 for host, (state, allowed, retry_at) in zip(distinct, pipe.execute())}
+        decisions, probing = [], set()
+        for host in hosts:
+            decision = first[host]
+            if decision.allowed and decision.state == "half_open":
+                if host in probing:
+                    decision = Decision(False, "half_open", now + breaker.probe_lease_seconds)
+                probing.add(host)
+            decisions.append(decision)
+        return decisions
 
     def take_tokens(self, requests, now):
         """[(job_id, per_minute)] -> [(allowed, seconds to wait)] (``take_token``)."""
@@ -137,14 +158,17 @@ class Guards:
             return
         breaker = self.breaker
         pipe = self.client.pipeline(transaction=False)
-        for host in successes:
+        for host in dict.fromkeys(successes):
             pipe.delete(breaker._key(host))  # CircuitBreaker.record_success
         for host in failures:
             self._record_failure(keys=[breaker._key(host)], client=pipe, args=[
                 repr(float(now)), breaker.failure_threshold, repr(float(breaker.cooldown_seconds)),
                 breaker.state_ttl_seconds])
+        per_org = {}
         for organization_id, holder in releases:
-            pipe.zrem(self.concurrency_key(organization_id), holder)  # LeaseSemaphore.release
+            per_org.setdefault(organization_id, []).append(holder)
+        for organization_id, holders in per_org.items():
+            pipe.zrem(self.concurrency_key(organization_id), *holders)  # LeaseSemaphore.release
         pipe.execute()
 
     @staticmethod
@@ -152,8 +176,8 @@ class Guards:
         return f"cronsvc:concurrency:{organization_id}"
 
     @cached_property
-    def _acquire(self):
-        return self.client.register_script(limit_scripts._ACQUIRE)
+    def _acquire_many(self):
+        return self.client.register_script(limit_scripts._ACQUIRE_MANY)
 
     @cached_property
     def _take(self):

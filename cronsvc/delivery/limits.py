@@ -21,6 +21,28 @@ end
 return 0
 """
 
+# ``_ACQUIRE`` for several holders of one key, in order: ARGV = now, limit, key TTL, then
+# (holder, lease seconds) pairs; returns 1/0 per holder. One call instead of one per run.
+_ACQUIRE_MANY = """
+local key, now, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now)  -- leases of workers that died
+local taken, added = {}, false
+for i = 4, #ARGV, 2 do
+  local holder = ARGV[i]
+  if redis.call('ZSCORE', key, holder) or redis.call('ZCARD', key) < limit then
+    redis.call('ZADD', key, string.format('%.17g', now + tonumber(ARGV[i + 1])), holder)
+    added = true
+    taken[#taken + 1] = 1
+  else
+    taken[#taken + 1] = 0
+  end
+end
+if added then
+  redis.call('EXPIRE', key, ARGV[3])
+end
+return taken
+"""
+
 _RENEW = """
 local key, holder, now = KEYS[1], ARGV[1], tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now)

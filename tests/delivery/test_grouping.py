@@ -180,3 +180,39 @@ def test_a_batch_costs_the_same_queries_whatever_its_size(tenant, make_job, targ
     assert queries_for(1) == queries_for(6)
     limited = dict(rate_limit_per_minute=600, overlap_policy="forbid", success_body_contains="path")
     assert queries_for(1, **limited) == queries_for(6, **limited)
+
+
+def _fresh_keys(*keys):
+    redis_client().delete(*keys)
+
+
+def test_batched_concurrency_caps_take_slots_in_order_per_organization():
+    shared = guards()
+    org_a, org_b = "grouping-org-a", "grouping-org-b"
+    _fresh_keys(shared.concurrency_key(org_a), shared.concurrency_key(org_b))
+    now = time.time()
+    requests = [(org_a, 2, 30, "a1"), (org_b, 1, 30, "b1"), (org_a, 2, 30, "a2"),
+                (org_a, 2, 30, "a3"), (org_b, 1, 30, "b2"), (org_a, 2, 30, "a1")]
+    # a1 asking again keeps the slot it holds; a3 and b2 find their organization full
+    assert shared.acquire_many(requests, now) == [True, True, True, False, False, True]
+    shared.settle_many(releases=[(org_a, "a1"), (org_a, "a2"), (org_b, "b1")], now=now)
+    assert shared.acquire_many([(org_a, 2, 30, "a3"), (org_b, 1, 30, "b2")], now) == [True, True]
+
+
+def test_batched_circuit_checks_let_one_run_per_host_probe_a_half_open_circuit():
+    shared = guards()
+    breaker = shared.breaker
+    down, up = "grouping-down.example:443", "grouping-up.example:443"
+    _fresh_keys(breaker._key(down), breaker._key(up))
+    now = time.time()
+    for _ in range(breaker.failure_threshold):
+        shared.settle_many(failures=[down], now=now)
+    assert [d.allowed for d in shared.circuit_many([down, up, down], now)] == [False, True, False]
+    later = now + breaker.cooldown_seconds + 1
+    decisions = shared.circuit_many([down, up, down, down], later)
+    assert [(d.allowed, d.state) for d in decisions] == [
+        (True, "half_open"), (True, "closed"), (False, "half_open"), (False, "half_open")]
+    # as for a caller behind another worker's probe: ask again when the probe's lease ends
+    assert decisions[2].retry_at == pytest.approx(later + breaker.probe_lease_seconds)
+    shared.settle_many(successes=[down, down], now=later)
+    assert all(d.allowed for d in shared.circuit_many([down, down], later))
