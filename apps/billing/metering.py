@@ -1,0 +1,143 @@
+"""Usage metering: every attempt counts once into UsageMonth and UsageDay.
+
+Called from the executions app's outcome hook, inside the transaction that stores the
+attempts: a redelivered message that stores no new attempt counts nothing, and a rolled
+back recording takes its count with it. On PostgreSQL a group of outcomes costs two
+set-based upserts (``runs = runs + n``, atomic in the database, so concurrent workers never
+lose a count), sent like the recording's own statements (arrays, server-side binding),
+plus one insert only in the rare group that crosses a quota warning threshold. Rows are
+upserted in key order, so two workers metering the same organizations cannot deadlock.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import date, timezone
+
+import psycopg
+from django.db import connection
+from django.db.models import F
+
+from .models import Plan, UsageDay, UsageMonth
+from .warnings import crossed_thresholds, warn_quota
+
+SUCCEEDED = "succeeded"
+
+
+def month_start(day: date) -> date:
+    return day.replace(day=1)
+
+
+def utc_day(moment) -> date:
+    return moment.astimezone(timezone.utc).date()
+
+
+def meter_outcomes(outcomes):
+    """The outcome hook: count the attempts stored by this transaction."""
+    counted = [outcome for outcome in outcomes if outcome.attempt_counted]
+    if not counted:
+        return
+    months, days = Counter(), Counter()
+    for outcome in counted:
+        day = utc_day(outcome.finished_at)
+        months[(outcome.organization_id, month_start(day))] += 1
+        days[(outcome.organization_id, day, _succeeded(outcome))] += 1
+    if connection.vendor == "postgresql":
+        totals = _pg_add_months(months)
+        _pg_add_days(_merge_days(days))
+    else:
+        totals = _orm_add_months(months)
+        _orm_add_days(_merge_days(days))
+    for org_id, month, runs, quota in totals:
+        added = months[(org_id, month)]
+        for threshold in crossed_thresholds(runs - added, runs, quota):
+            warn_quota(org_id, month, threshold, runs=runs, quota=quota)
+
+
+def _succeeded(outcome):
+    """Did this attempt succeed? A run that moved on says so by its status; an attempt
+    stored after its lease was taken back did not move the run (status ``running``), so
+    its own classification (no error kind) tells."""
+    return outcome.status == SUCCEEDED if outcome.moved else not outcome.error_kind
+
+
+def _merge_days(days):
+    """{(org, day, succeeded?): n} -> sorted [(org, day, runs, succeeded, failed)]."""
+    merged = {}
+    for (org, day, succeeded), n in days.items():
+        runs, ok = merged.get((org, day), (0, 0))
+        merged[(org, day)] = (runs + n, ok + (n if succeeded else 0))
+    return [(org, day, runs, ok, runs - ok) for (org, day), (runs, ok) in sorted(merged.items(), key=_key)]
+
+
+def _key(item):
+    (org, day), _ = item
+    return (str(org), day)
+
+
+def _cursor():
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
+
+
+def _pg_add_months(months):
+    """Upsert the monthly counters; return [(organization id, month, runs, quota)] after.
+    The quota is copied from the plan in the same statement, so telling whether a warning
+    threshold was crossed needs no further query."""
+    keys = sorted(months, key=lambda k: (str(k[0]), k[1]))
+    table, orgs, plans = (UsageMonth._meta.db_table, UsageMonth._meta.get_field("organization").related_model._meta.db_table,
+                          Plan._meta.db_table)
+    sql = (
+        f"INSERT INTO {table} AS u (organization_id, month, runs, quota, updated_at) "
+        f"SELECT v.org, v.month, v.n, p.monthly_executions, now() "
+        f"FROM unnest(%s::uuid[], %s::date[], %s::bigint[]) AS v(org, month, n) "
+        f"JOIN {orgs} o ON o.id = v.org JOIN {plans} p ON p.id = o.plan_id ORDER BY v.org, v.month "
+        f"ON CONFLICT (organization_id, month) DO UPDATE SET runs = u.runs + excluded.runs, "
+        f"quota = excluded.quota, updated_at = excluded.updated_at "
+        f"RETURNING organization_id, month, runs, quota"
+    )
+    with _cursor() as cursor:
+        cursor.execute(sql, [[k[0] for k in keys], [k[1] for k in keys], [months[k] for k in keys]])
+        rows = cursor.fetchall()
+    by_text = {str(k[0]): k[0] for k in keys}
+    return [(by_text.get(str(org), org), month, runs, quota) for org, month, runs, quota in rows]
+
+
+def _pg_add_days(rows):
+    table = UsageDay._meta.db_table
+    sql = (
+        f"INSERT INTO {table} AS u (organization_id, day, runs, succeeded, failed, updated_at) "
+        f"SELECT v.org, v.day, v.runs, v.ok, v.failed, now() "
+        f"FROM unnest(%s::uuid[], %s::date[], %s::bigint[], %s::bigint[], %s::bigint[]) "
+        f"AS v(org, day, runs, ok, failed) ORDER BY v.org, v.day "
+        f"ON CONFLICT (organization_id, day) DO UPDATE SET runs = u.runs + excluded.runs, "
+        f"succeeded = u.succeeded + excluded.succeeded, failed = u.failed + excluded.failed, "
+        f"updated_at = excluded.updated_at"
+    )
+    with _cursor() as cursor:
+        cursor.execute(sql, [list(column) for column in zip(*rows)])
+
+
+# Embedded SQLite: one writer at a time, few runs; plain F() upserts are enough.
+
+def _orm_add_months(months):
+    totals = []
+    for (org, month), n in sorted(months.items(), key=lambda item: (str(item[0][0]), item[0][1])):
+        quota = Plan.objects.filter(organizations__id=org).values_list("monthly_executions", flat=True).first() or 0
+        UsageMonth.objects.get_or_create(organization_id=org, month=month)
+        UsageMonth.objects.filter(organization_id=org, month=month).update(runs=F("runs") + n, quota=quota)
+        totals.append((org, month, UsageMonth.objects.get(organization_id=org, month=month).runs, quota))
+    return totals
+
+
+def _orm_add_days(rows):
+    for org, day, runs, ok, failed in rows:
+        UsageDay.objects.get_or_create(organization_id=org, day=day)
+        UsageDay.objects.filter(organization_id=org, day=day).update(
+            runs=F("runs") + runs, succeeded=F("succeeded") + ok, failed=F("failed") + failed)
+
+
+def month_runs(organization_id, month):
+    """Runs metered so far in ``month`` (its first day)."""
+    return (UsageMonth.objects.filter(organization_id=organization_id, month=month)
+            .values_list("runs", flat=True).first()) or 0

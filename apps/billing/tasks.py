@@ -1,0 +1,44 @@
+"""Billing's housekeeping tasks, run by celery beat (schedules made by migration 0004)."""
+
+import logging
+
+from celery import shared_task
+from django.utils import timezone
+
+log = logging.getLogger(__name__)
+
+ROLL_UP_TASK = "apps.billing.tasks.roll_up_recent"
+PURGE_TASK = "apps.billing.tasks.purge_expired"
+STATEMENTS_TASK = "apps.billing.tasks.make_statements"
+
+
+@shared_task(name=ROLL_UP_TASK, ignore_result=True)
+def roll_up_recent():
+    """Recompute today's and yesterday's JobDayStats (older days are final)."""
+    from .rollups import roll_up_recent as run
+
+    rows = run(timezone.now())
+    log.info("roll-ups: %d job-day rows", rows)
+    return rows
+
+
+@shared_task(name=PURGE_TASK, ignore_result=True)
+def purge_expired():
+    """Delete executions past each organization's retention, in bounded batches."""
+    from .retention import purge_expired as run
+
+    report = run(now=timezone.now())
+    log.info("retention purge: %d executions in %d batches (longest %.2fs), %d days rolled up first",
+             report.executions, report.batches, report.longest_batch_seconds, report.rolled_up_days)
+    return report.executions
+
+
+@shared_task(name=STATEMENTS_TASK, ignore_result=True)
+def make_statements():
+    """Last month's statements, for every organization still missing one (idempotent)."""
+    from .statements import generate_statements, previous_month
+
+    now = timezone.now()
+    made = generate_statements(previous_month(now), now=now)
+    log.info("statements: %d made", len(made))
+    return len(made)

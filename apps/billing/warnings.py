@@ -1,0 +1,80 @@
+"""Quota warnings: at 80% and 100% of the monthly quota, once per threshold per month.
+
+The QuotaWarning row (unique organization + month + threshold) is written in the
+recording transaction, so whichever worker crosses a threshold, the warning exists once;
+the message itself goes through the notifications app, which sends after commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from django.db import IntegrityError, transaction
+
+from .models import QuotaWarning
+
+log = logging.getLogger(__name__)
+
+THRESHOLDS = (80, 100)
+
+
+def crossed_thresholds(before, after, quota):
+    """Thresholds (percent) whose run count lies in (before, after]."""
+    if quota <= 0:
+        return []
+    return [t for t in THRESHOLDS if before < math.ceil(quota * t / 100) <= after]
+
+
+def warn_quota(organization_id, month, threshold, *, runs, quota):
+    """Record the warning once and hand it to the notifications; False if already sent."""
+    try:
+        with transaction.atomic():
+            warning = QuotaWarning.objects.create(organization_id=organization_id, month=month,
+                                                  threshold=threshold, runs=runs, quota=quota)
+    except IntegrityError:
+        return False
+    send_quota_warning(warning)
+    return True
+
+
+def send_quota_warning(warning):
+    """The one place a quota warning leaves billing (switch the transport here)."""
+    subject, text = _message(warning)
+    data = {"month": warning.month.isoformat(), "threshold": warning.threshold,
+            "runs": warning.runs, "quota": warning.quota}
+    try:
+        from apps.notifications.dispatch import notify_organization
+    except ImportError:
+        transaction.on_commit(lambda: _mail_owners(warning.organization_id, subject, text))
+        return
+    notify_organization(warning.organization_id, "quota", subject, text, data)
+
+
+def _message(warning):
+    from apps.accounts.models import Organization
+
+    org = Organization.objects.select_related("plan").get(pk=warning.organization_id)
+    month = f"{warning.month:%B %Y}"
+    if warning.threshold >= 100:
+        after = ("further runs are skipped (quota_exceeded) until next month or an upgrade"
+                 if org.plan.over_quota == "block" else
+                 f"further runs are billed as overage ({org.plan.overage_cents_per_1000 / 100:.2f} per 1,000)")
+        subject = f"{org.name}: monthly run quota reached"
+    else:
+        after = "plan an upgrade if you expect to go past it"
+        subject = f"{org.name}: {warning.threshold}% of the monthly run quota used"
+    text = (f"{org.name} has used {warning.runs:,} of its {warning.quota:,} runs for {month} "
+            f"on the {org.plan.name} plan; {after}.")
+    return subject, text
+
+
+def _mail_owners(organization_id, subject, text):
+    from django.core.mail import send_mail
+
+    from apps.accounts.models import Membership
+
+    owners = list(Membership.objects.filter(organization_id=organization_id, role=Membership.Role.OWNER)
+                  .values_list("user__email", flat=True))
+    if owners:
+        send_mail(subject, text, None, owners, fail_silently=True)

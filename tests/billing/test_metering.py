@@ -1,0 +1,124 @@
+"""Usage metering: every attempt counted once, in the recording transaction; quota
+warnings once per threshold per month; a blocking plan's runs past the quota skipped."""
+
+import itertools
+from datetime import date, timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.billing.metering import meter_outcomes
+from apps.billing.models import QuotaWarning, UsageDay, UsageMonth
+from apps.executions.delivery import run_batch
+from apps.executions.hooks import Outcome
+from apps.executions.models import Attempt, Execution
+from tests.conftest import utc
+
+_seconds = itertools.count(1)
+
+
+def outcome(tenant, finished_at, status="succeeded", counted=True):
+    return Outcome(execution_id=None, job_id=None, organization_id=tenant.organization.id, status=status,
+                   finished_at=finished_at, attempt_number=1 if counted else None, attempt_counted=counted)
+
+
+def queued(tenant, job, **fields):
+    values = dict(job=job, organization=tenant.organization, queue="q",
+                  scheduled_for=timezone.now() + timedelta(seconds=next(_seconds)))
+    values.update(fields)
+    return Execution.objects.create(**values)
+
+
+def usage(tenant, month=None):
+    month = month or timezone.now().date().replace(day=1)
+    return UsageMonth.objects.filter(organization=tenant.organization, month=month).values_list("runs", flat=True).first() or 0
+
+
+def test_counts_attempts_per_month_and_day(tenant, other_tenant):
+    meter_outcomes([
+        outcome(tenant, utc(2030, 1, 31, 23, 59)),
+        outcome(tenant, utc(2030, 1, 31, 10, 0), status="failed"),
+        outcome(tenant, utc(2030, 1, 31, 10, 0), status="queued"),  # a failed attempt, retry waiting
+        outcome(tenant, utc(2030, 2, 1, 0, 0)),
+        outcome(tenant, utc(2030, 2, 1, 0, 0), status="skipped", counted=False),  # no request made
+        outcome(other_tenant, utc(2030, 1, 5, 0, 0)),
+    ])
+    meter_outcomes([outcome(tenant, utc(2030, 1, 2, 0, 0))])
+    assert usage(tenant, date(2030, 1, 1)) == 4
+    assert usage(tenant, date(2030, 2, 1)) == 1
+    assert usage(other_tenant, date(2030, 1, 1)) == 1
+    day = UsageDay.objects.get(organization=tenant.organization, day=date(2030, 1, 31))
+    assert (day.runs, day.succeeded, day.failed) == (3, 1, 2)
+    assert UsageMonth.objects.get(organization=tenant.organization, month=date(2030, 1, 1)).quota == 500_000
+
+
+@pytest.mark.usefixtures("allow_loopback")
+def test_a_redelivered_batch_counts_nothing_more(tenant, make_job, target):
+    ok = make_job(tenant, url=target.url("/ok"))
+    failing = make_job(tenant, url=target.url("/status/503"), max_attempts=3, retry_initial_delay_seconds=600,
+                       retry_max_delay_seconds=600)
+    ids = [queued(tenant, ok).id for _ in range(4)] + [queued(tenant, failing).id]
+    assert run_batch(ids) == 5
+    assert run_batch(ids) == 0  # the same message again: nothing claimed, nothing counted
+    attempts = Attempt.objects.filter(execution__organization=tenant.organization).count()
+    assert attempts == 5 and usage(tenant) == 5
+    today = UsageDay.objects.get(organization=tenant.organization, day=timezone.now().date())
+    assert (today.succeeded, today.failed) == (4, 1)
+
+
+def test_quota_warnings_at_80_and_100_percent_once_each(tenant):
+    from apps.notifications.models import Notification
+
+    plan = tenant.organization.plan
+    plan.monthly_executions = 10
+    plan.save()
+    when = utc(2030, 3, 5, 12, 0)
+    meter_outcomes([outcome(tenant, when) for _ in range(7)])
+    assert not QuotaWarning.objects.exists()
+    meter_outcomes([outcome(tenant, when)])  # 8 of 10
+    meter_outcomes([outcome(tenant, when)])
+    assert list(QuotaWarning.objects.values_list("threshold", "runs")) == [(80, 8)]
+    meter_outcomes([outcome(tenant, when) for _ in range(3)])  # 12: past 100%
+    meter_outcomes([outcome(tenant, when) for _ in range(5)])
+    assert list(QuotaWarning.objects.order_by("threshold").values_list("threshold", "runs")) == [(80, 8), (100, 12)]
+    sent = Notification.objects.filter(organization_id=tenant.organization.id, event="quota")
+    assert sent.count() == 2
+    assert all(tenant.owner.email in n.recipients for n in sent if n.recipients)
+    meter_outcomes([outcome(tenant, utc(2030, 4, 1, 0, 0)) for _ in range(8)])  # a new month: warned again
+    assert QuotaWarning.objects.filter(month=date(2030, 4, 1), threshold=80).count() == 1
+
+
+@pytest.mark.usefixtures("allow_loopback")
+def test_a_blocking_plan_skips_runs_past_the_quota(make_tenant, make_job, target):
+    free = make_tenant(plan="free")
+    plan = free.organization.plan
+    plan.monthly_executions = 3
+    plan.save()
+    job = make_job(free, url=target.url("/ok"))
+    first = [queued(free, job).id for _ in range(2)]
+    assert run_batch(first) == 2
+    rest = [queued(free, job).id for _ in range(3)]
+    assert run_batch(rest) == 1  # one run left in the quota
+    skipped = Execution.objects.filter(id__in=rest, status="skipped")
+    assert skipped.count() == 2 and set(skipped.values_list("skip_reason", flat=True)) == {"quota_exceeded"}
+    assert usage(free) == 3 and len(target.requests_to("/ok")) == 3
+    assert QuotaWarning.objects.filter(organization=free.organization, threshold=100).exists()
+
+
+@pytest.mark.usefixtures("allow_loopback")
+def test_an_overage_plan_runs_on_past_the_quota(tenant, make_job, target):
+    plan = tenant.organization.plan  # pro: overage
+    plan.monthly_executions = 2
+    plan.save()
+    job = make_job(tenant, url=target.url("/ok"))
+    assert run_batch([queued(tenant, job).id for _ in range(4)]) == 4
+    assert usage(tenant) == 4
+
+
+def test_an_attempt_stored_after_its_lease_was_lost_counts_by_its_own_result(tenant):
+    when = utc(2030, 5, 2, 8, 0)
+    stray = dict(organization_id=tenant.organization.id, execution_id=None, job_id=None, finished_at=when,
+                 attempt_number=1, attempt_counted=True, status="running", moved=False)
+    meter_outcomes([Outcome(**stray), Outcome(**stray, error_kind="timeout")])
+    day = UsageDay.objects.get(organization=tenant.organization, day=date(2030, 5, 2))
+    assert (day.runs, day.succeeded, day.failed) == (2, 1, 1)
