@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class NotificationsConfig(AppConfig):
+    name = "apps.notifications"
+    label = "notifications"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from apps.executions.hooks import on_outcomes
+
+        from .alerts import on_run_outcomes
+
+        on_outcomes(on_run_outcomes)

@@ -1,0 +1,152 @@
+"""The periodic watch (django-celery-beat, every minute): late runs, long-running runs,
+reminders while a job keeps failing, and sending rows that are due (retries, and rows
+whose after-commit hand-off was lost).
+
+Only jobs whose project has a channel are looked at; late/long-running scans go through
+the executions' (job, scheduled_for) and unfinished-runs indexes, and each run is alerted
+about once per kind (``RunAlert`` is unique on execution and kind).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from cronsvc.notify.decide import reminder_due
+
+from . import sending
+from .alerts import alert_rows, flags_of, listened_jobs
+from .dispatch import _enqueue, queue_notifications
+from .models import AlertState, Channel, Notification, NotificationRule, OutboxEvent, RunAlert
+from .rules import rules_for
+
+# Late runs are looked for among runs scheduled this far back at most.
+LATE_LOOKBACK = timedelta(hours=6)
+
+
+def watch_once(now=None):
+    now = now or timezone.now()
+    with transaction.atomic():
+        late_and_long(now)
+    with transaction.atomic():
+        reminders(now)
+    resend_due(now)
+
+
+def _jobs_watching_runs():
+    """{job_id: Job} with a late or long-running threshold in their effective rule."""
+    from apps.jobs.models import Job
+
+    rules = NotificationRule.objects.filter(Q(late_after_seconds__isnull=False) | Q(long_running_seconds__isnull=False))
+    scopes = list(rules.values_list("project_id", "job_id"))
+    if not scopes:
+        return {}, {}
+    job_ids = {job_id for _, job_id in scopes if job_id}
+    project_ids = {project_id for project_id, job_id in scopes if not job_id}
+    candidates = Job.objects.filter(Q(id__in=job_ids) | Q(project_id__in=project_ids)).values_list("id", flat=True)
+    jobs = listened_jobs(set(candidates))
+    return jobs, rules_for(jobs.values())
+
+
+def late_and_long(now):
+    from apps.executions.models import Execution
+
+    jobs, rules = _jobs_watching_runs()
+    by_late, by_long = defaultdict(list), defaultdict(list)
+    for job_id, rule in rules.items():
+        if rule.late_after_seconds:
+            by_late[rule.late_after_seconds].append(job_id)
+        if rule.long_running_seconds:
+            by_long[rule.long_running_seconds].append(job_id)
+    found = []
+    for seconds, job_ids in by_late.items():
+        limit = timedelta(seconds=seconds)
+        runs = Execution.objects.filter(job_id__in=job_ids, trigger="schedule",
+                                        scheduled_for__gte=now - LATE_LOOKBACK, scheduled_for__lt=now - limit)
+        for run in runs.filter(Q(started_at__isnull=True, status__in=["queued", "running"])
+                               | Q(started_at__isnull=False)):
+            started = run.started_at or now
+            if started - run.scheduled_for > limit:
+                found.append(("late", run, f"Started {int((started - run.scheduled_for).total_seconds())} s after "
+                                           f"its scheduled time (limit {seconds} s)."
+                              if run.started_at else f"Not started {int((now - run.scheduled_for).total_seconds())} s "
+                                                     f"after its scheduled time (limit {seconds} s)."))
+    for seconds, job_ids in by_long.items():
+        runs = Execution.objects.filter(job_id__in=job_ids, status="running",
+                                        started_at__lt=now - timedelta(seconds=seconds))
+        for run in runs:
+            found.append(("long_running", run, f"Running for {int((now - run.started_at).total_seconds())} s "
+                                               f"(limit {seconds} s)."))
+    fresh = _first_time({(kind, run.id) for kind, run, _ in found})
+    channels = _channels({jobs[run.job_id].project_id for _, run, _ in found})
+    rows = []
+    for kind, run, detail in found:
+        if (kind, run.id) in fresh:
+            job = jobs[run.job_id]
+            rows += alert_rows(kind, job, run, channels.get(job.project_id, ()), detail=detail)
+    queue_notifications(rows)
+    return rows
+
+
+def _first_time(keys):
+    """Those (kind, execution_id) not alerted about before; marks them."""
+    if not keys:
+        return set()
+    table = connection.ops.quote_name(RunAlert._meta.db_table)
+    fresh = set()
+    with connection.cursor() as cursor:
+        for kind, execution_id in keys:
+            cursor.execute(f"INSERT INTO {table} (execution_id, kind, created_at) VALUES (%s, %s, %s) "
+                           "ON CONFLICT (execution_id, kind) DO NOTHING RETURNING id",
+                           [execution_id.hex if connection.vendor == "sqlite" else execution_id, kind,
+                            timezone.now()])
+            if cursor.fetchone():
+                fresh.add((kind, execution_id))
+    return fresh
+
+
+def _channels(project_ids):
+    grouped = defaultdict(list)
+    for channel in Channel.objects.filter(project_id__in=project_ids, enabled=True):
+        grouped[channel.project_id].append(channel)
+    return grouped
+
+
+def reminders(now):
+    """A reminder every H hours while a notified failure stays open."""
+    from apps.executions.models import Execution
+
+    open_ids = list(AlertState.objects.filter(failure_notified=True).values_list("job_id", flat=True))
+    jobs = listened_jobs(set(open_ids))
+    rules = rules_for(jobs.values())
+    due = [job_id for job_id, rule in rules.items() if rule.reminder_hours]
+    if not due:
+        return []
+    states = AlertState.objects.select_for_update(skip_locked=True).filter(job_id__in=due, failure_notified=True)
+    channels = _channels({job.project_id for job in jobs.values()})
+    rows = []
+    for state in states:
+        job = jobs[state.job_id]
+        if not reminder_due(flags_of(state), rules[job.id].reminder_hours, now):
+            continue
+        state.last_reminder_at = now
+        state.save(update_fields=["last_reminder_at"])
+        last = (Execution.objects.filter(job_id=job.id, status__in=["failed", "timed_out", "dead"])
+                .order_by("-scheduled_for").first())
+        since = state.notified_at.isoformat() if state.notified_at else "?"
+        rows += alert_rows("reminder", job, last, channels.get(job.project_id, ()),
+                           detail=f"Failing since {since} ({job.consecutive_failures} consecutive failed runs).")
+    queue_notifications(rows)
+    return rows
+
+
+def resend_due(now):
+    """Hand due rows to the sending task (retries, lost hand-offs)."""
+    for model, task in ((Notification, "send_notifications"), (OutboxEvent, "send_events")):
+        ids = sending.due_ids(model, now)
+        if ids:
+            _enqueue(f"apps.notifications.tasks.{task}", ids)
