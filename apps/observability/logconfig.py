@@ -1,0 +1,68 @@
+"""Logging for every process: structlog renders stdlib and structlog records alike, as one
+JSON object per line (LOG_FORMAT=json, server default) or as readable text (console,
+the default of embedded ``make run``).
+
+Correlation ids live in structlog's context variables: ``request_id`` (web, bound by
+RequestIdMiddleware) and ``execution_id`` (worker, EXECUTION_ID set for each run's request),
+and are merged into every record logged meanwhile, including plain ``logging`` calls.
+Imported by config/settings.py, so nothing here touches Django.
+"""
+
+from contextvars import ContextVar
+
+import structlog
+
+FORMATS = ("json", "console")
+#: The run a worker thread is delivering. Set once per run on the delivery hot path, where
+#: a plain ContextVar.set (~0.1 µs) is much cheaper than structlog's bind (~3 µs).
+EXECUTION_ID = ContextVar("cronsvc_execution_id", default=None)
+
+
+def add_execution_id(logger, method_name, event_dict):
+    execution_id = EXECUTION_ID.get()
+    if execution_id is not None:
+        event_dict.setdefault("execution_id", str(execution_id))
+    return event_dict
+
+
+def _shared_processors():
+    return [
+        structlog.contextvars.merge_contextvars,
+        add_execution_id,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+
+
+def _renderers(fmt):
+    if fmt == "json":
+        return [structlog.processors.format_exc_info, structlog.processors.EventRenamer("message"),
+                structlog.processors.JSONRenderer()]
+    return [structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)]
+
+
+def logging_config(fmt, level):
+    """The LOGGING dict for Django; also configures structlog's own loggers."""
+    if fmt not in FORMATS:
+        raise ValueError(f"LOG_FORMAT={fmt!r}: use json or console.")
+    structlog.configure(
+        processors=[*_shared_processors(), structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {
+            "structured": {
+                "()": structlog.stdlib.ProcessorFormatter,
+                "processors": [structlog.stdlib.ProcessorFormatter.remove_processors_meta, *_renderers(fmt)],
+                "foreign_pre_chain": _shared_processors(),
+            },
+        },
+        "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
+        "root": {"handlers": ["console"], "level": level},
+        "loggers": {"django.db.backends": {"level": "INFO"}},
+    }
