@@ -1,0 +1,180 @@
+"""Customer data rights: export everything an organization holds, erase it after a grace
+period, and keep audit events only AUDIT_RETENTION_DAYS.
+
+Which tables hold an organization's data is found from the models themselves (every model
+with a foreign key to Organization, and the models hanging off those), so a model added
+later is exported and erased without touching this module.
+"""
+
+import gzip
+import json
+import logging
+from datetime import timedelta
+
+from django.apps import apps
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models, transaction
+
+from .encryption import EncryptedJSONField
+from .models import AuditEvent, DataExport, ErasedOrganization, Membership, Organization, User
+from .services import record_audit
+
+log = logging.getLogger(__name__)
+# Never exported: secrets (encrypted fields are left out by type), key hashes, archives.
+NEVER_EXPORTED = {"salt", "secret_hash", "password", "archive"}
+EXPORT_FORMAT = 1
+
+
+# --- which tables
+
+
+def _foreign_keys_to(model, targets):
+    return [f for f in model._meta.concrete_fields
+            if isinstance(f, models.ForeignKey) and f.related_model in targets]
+
+
+def organization_tables():
+    """[(model, lookup from the model to its organization)]: direct foreign keys first,
+    then models whose foreign key leads to one of those (an attempt via its execution)."""
+    direct = {}
+    for model in apps.get_models():
+        if model is Organization:
+            continue
+        keys = _foreign_keys_to(model, {Organization})
+        if keys:
+            direct[model] = keys[0].name
+    tables = list(direct.items())
+    for model in apps.get_models():
+        if model in direct or model is Organization:
+            continue
+        keys = _foreign_keys_to(model, set(direct))
+        if keys:
+            key = keys[0]
+            tables.append((model, f"{key.name}__{direct[key.related_model]}"))
+    return tables
+
+
+def _exported_fields(model):
+    return [f.attname for f in model._meta.concrete_fields
+            if not isinstance(f, EncryptedJSONField) and f.name not in NEVER_EXPORTED]
+
+
+# --- export
+
+
+def build_export(organization):
+    """Everything the organization holds, as one JSON-ready dict (secrets left out)."""
+    data = {
+        "format": EXPORT_FORMAT,
+        "organization": {"id": str(organization.pk), "name": organization.name, "slug": organization.slug,
+                         "plan": organization.plan.code, "created_at": organization.created_at},
+        "members": [
+            {"email": m.user.email, "name": m.user.get_full_name(), "role": m.role, "joined_at": m.created_at}
+            for m in Membership.objects.filter(organization=organization).select_related("user")
+        ],
+        "tables": {},
+    }
+    for model, lookup in organization_tables():
+        if model in (DataExport, Membership):
+            continue
+        rows = model._base_manager.filter(**{lookup: organization}).order_by("pk").values(*_exported_fields(model))
+        data["tables"][model._meta.label] = list(rows.iterator(chunk_size=2000))
+    return data
+
+
+def request_export(organization, *, user):
+    """A pending export; the task builds it (big organizations take a while)."""
+    from .tasks import build_data_export
+
+    export = DataExport.objects.create(organization=organization, requested_by=user)
+    record_audit(organization, "organization.export", target=export, actor_user=user)
+    transaction.on_commit(lambda: build_data_export.delay(str(export.pk)))
+    return export
+
+
+def run_export(export, *, now):
+    try:
+        payload = json.dumps(build_export(export.organization), cls=DjangoJSONEncoder).encode()
+    except Exception as exc:  # noqa: BLE001 - recorded for the owner, logged for operators
+        log.exception("export %s failed", export.pk)
+        export.status, export.error = DataExport.Status.FAILED, type(exc).__name__
+    else:
+        export.archive = gzip.compress(payload)
+        export.size_bytes = len(export.archive)
+        export.status = DataExport.Status.READY
+    export.finished_at = now
+    export.save(update_fields=["archive", "size_bytes", "status", "error", "finished_at"])
+    return export
+
+
+# --- deletion
+
+
+def _stop_schedules(organization):
+    """Disable everything that fires on its own (jobs: enabled + next_run_at), found by its
+    fields so this app need not import the jobs app."""
+    for model, lookup in organization_tables():
+        names = {f.name for f in model._meta.concrete_fields}
+        if {"enabled", "next_run_at"} <= names:
+            changes = {"enabled": False, "next_run_at": None}
+            if "paused_reason" in names:
+                changes["paused_reason"] = "organization deletion requested"
+            model._base_manager.filter(**{lookup: organization}).update(**changes)
+
+
+def request_deletion(organization, *, user, now):
+    """Stop every job now; erase the data after ORG_DELETION_GRACE_DAYS unless cancelled."""
+    with transaction.atomic():
+        organization.erase_after = now + timedelta(days=settings.ORG_DELETION_GRACE_DAYS)
+        organization.save(update_fields=["erase_after"])
+        _stop_schedules(organization)
+        record_audit(organization, "organization.delete_requested", target=organization, actor_user=user,
+                     data={"erase_after": organization.erase_after.isoformat()})
+    return organization
+
+
+def cancel_deletion(organization, *, user):
+    """The data stays; jobs stay paused until the owner resumes them."""
+    with transaction.atomic():
+        organization.erase_after = None
+        organization.save(update_fields=["erase_after"])
+        record_audit(organization, "organization.delete_cancelled", target=organization, actor_user=user)
+    return organization
+
+
+def erase_organization(organization, *, now):
+    """Erase every row of the organization, and the users who belonged to it alone; keep
+    the bare fact of the deletion."""
+    with transaction.atomic():
+        ErasedOrganization.objects.update_or_create(
+            organization_id=organization.pk,
+            defaults={"erased_at": now, "plan_code": organization.plan.code,
+                      "deletion_requested_at": organization.erase_after
+                      and organization.erase_after - timedelta(days=settings.ORG_DELETION_GRACE_DAYS)})
+        sole_members = (User.objects.filter(memberships__organization=organization, is_staff=False)
+                        .exclude(memberships__in=Membership.objects.exclude(organization=organization)))
+        user_ids = list(sole_members.values_list("pk", flat=True))
+        for model, lookup in reversed(organization_tables()):
+            model._base_manager.filter(**{lookup: organization}).delete()
+        organization.delete()
+        User.objects.filter(pk__in=user_ids).delete()
+
+
+def erase_due_organizations(*, now):
+    erased = 0
+    for organization in Organization.objects.filter(erase_after__lte=now).select_related("plan"):
+        erase_organization(organization, now=now)
+        erased += 1
+    return erased
+
+
+def purge_audit_events(*, now, batch_size=5000):
+    """Delete audit events older than AUDIT_RETENTION_DAYS, in batches (short locks)."""
+    cutoff = now - timedelta(days=settings.AUDIT_RETENTION_DAYS)
+    purged = 0
+    while True:
+        ids = list(AuditEvent.objects.filter(created_at__lt=cutoff).values_list("pk", flat=True)[:batch_size])
+        if not ids:
+            return purged
+        purged += AuditEvent.objects.filter(pk__in=ids).delete()[0]

@@ -1,0 +1,10 @@
+"""Security tests reuse the API suite's clients (session and API-key) and job bodies."""
+
+from tests.api.conftest import (  # noqa: F401 - fixtures
+    _private_ip_quota,
+    _public_targets_only,
+    api,
+    make_key,
+    member_client,
+    other_api,
+)
