@@ -1,0 +1,474 @@
+"""API load benchmark (issue 6, "Speed"): the REST API over HTTP, served by gunicorn exactly
+as the Procfile's ``web`` line, on PostgreSQL and Redis, driven by wrk.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench_api \\
+    REDIS_URL=redis://127.0.0.1:6379/4 SECRET_KEY=bench-only \\
+    .venv/bin/python bench/bench_api.py [--executions 1000000] [--runs 3] [--seconds 10] [--quick]
+
+Scenarios, each at 20 and 100 connections: job create (POST), job read (a random job of
+``--jobs``), job list (50 per page), executions list (first page, and a keyset page half-way
+down the table) with ``--executions`` rows, and ``/healthz`` through the same gunicorn as the
+baseline that makes figures comparable across machines. Each cell is the median of
+``--runs`` wrk runs of ``--seconds``. Also prints the SQL of the executions list (no COUNT,
+keyset) and its EXPLAIN ANALYZE at full size.
+
+The database in DATABASE_URL is created and migrated when missing, and its executions table
+is truncated when it does not hold ``--executions`` rows: it must be a database of its own
+(its name must contain "bench"). The Redis index must not be 0. The bench tenant is on the
+enterprise plan, whose API quota (requests per minute) is raised to 10^9 in this database so
+the throttle counts every request but refuses none. Prints figures; never passes or fails
+on a timing. See bench/README.md ("API") for the method and the latest figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+WRK_DIR = ROOT / "bench" / "wrk"
+sys.path.insert(0, str(ROOT))
+UTC = timezone.utc
+
+BENCH_ORG = "Bench API"
+BENCH_EMAIL = "bench-api@example.com"
+SPACING_SECONDS = 5  # executions are 5 s apart, newest at the load time
+INSERT_CHUNK = 250_000
+# p95 targets in ms at 20 clients (issue 6); reads must also reach READS_PER_SECOND.
+TARGETS = {"create": 50, "read": 50, "list": 50, "executions": 100, "executions_deep": 100}
+READS_PER_SECOND = 500
+SCENARIOS = {  # name -> what it requests
+    "baseline": "GET /healthz (no database, no auth)",
+    "read": "GET /api/v1/jobs/{id}/ (random job)",
+    "list": "GET /api/v1/jobs/?page_size=50",
+    "executions": "GET /api/v1/executions/?page_size=50 (first page)",
+    "executions_deep": "GET /api/v1/executions/?cursor=... (half-way down)",
+    "create": "POST /api/v1/jobs/",
+}
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# --- environment -------------------------------------------------------------------------
+
+def configure_environment():
+    db_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cronsvc_bench_api")
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/4")
+    db_name = urlsplit(db_url).path.lstrip("/")
+    if "bench" not in db_name:
+        sys.exit(f"refusing to run on database {db_name!r}: its tables are emptied; use e.g. cronsvc_bench_api")
+    if (urlsplit(redis_url).path.lstrip("/") or "0") == "0":
+        sys.exit("refusing to use Redis DB 0 (the tests' index); use e.g. redis://127.0.0.1:6379/4")
+    os.environ.update(DATABASE_URL=db_url, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="config.settings")
+    os.environ.setdefault("SECRET_KEY", "bench-only")
+    os.environ.pop("CELERY_BROKER_URL", None)
+    os.environ.pop("DEBUG", None)
+    return db_url, db_name
+
+
+def ensure_database(db_url, db_name):
+    import psycopg
+
+    admin_url = urlunsplit(urlsplit(db_url)._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db_name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{db_name}"')
+            log(f"created database {db_name}")
+
+
+def setup_django():
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def ensure_wrk():
+    if shutil.which("wrk"):
+        return
+    log("wrk is missing: installing the Debian package")
+    subprocess.run("apt-get install -y wrk || (apt-get update && apt-get install -y wrk)", shell=True, check=True)
+
+
+# --- data --------------------------------------------------------------------------------
+
+def prepare_tenant(jobs_count, run_id):
+    """The bench tenant (enterprise plan, quota lifted), ``jobs_count`` jobs, a fresh API key."""
+    from apps.accounts.models import ApiKey, Organization
+    from apps.billing.models import Plan
+    from apps.jobs.models import Job
+    from apps.projects.models import Project
+    from apps.projects.provisioning import create_api_key, provision_tenant
+
+    Plan.objects.filter(code="enterprise").update(api_requests_per_minute=10**9, max_jobs=10**9)
+    org = Organization.objects.filter(name=BENCH_ORG).first()
+    if org is None:
+        org = provision_tenant(org_name=BENCH_ORG, email=BENCH_EMAIL, plan_code="enterprise").organization
+    project = Project.objects.filter(organization=org).order_by("created_at").first()
+    Job.objects.filter(organization=org, name__startswith="bench create").delete()  # earlier create runs
+    have = Job.objects.filter(organization=org).count()
+    Job.objects.bulk_create([
+        Job(organization=org, project=project, name=f"bench job {n:05d}", schedule_type=Job.ScheduleType.CRON,
+            cron_expression="*/5 * * * *", url="https://example.com/hooks/bench", enabled=False)
+        for n in range(have, jobs_count)
+    ], batch_size=1000)
+    ApiKey.objects.filter(organization=org, name__startswith="bench ").delete()
+    _, key = create_api_key(org, f"bench {run_id}", scopes=("read", "write"))
+    job_ids = [str(pk) for pk in Job.objects.filter(organization=org).values_list("pk", flat=True)[:jobs_count]]
+    return org, project, key, job_ids
+
+
+def load_executions(org, job_ids, target):
+    """Exactly ``target`` executions of the bench tenant, spread over its jobs."""
+    from django.db import connection
+
+    from apps.executions.models import Execution
+
+    table = Execution._meta.db_table
+    have = Execution.objects.filter(organization=org).count()
+    if have == target:
+        log(f"reusing {have:,} executions")
+        return
+    log(f"loading {target:,} executions (table had {have:,})")
+    started = time.monotonic()
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {table} CASCADE")
+        cursor.execute("SET synchronous_commit = off")
+        statement, params = _insert_statement(org, job_ids)
+        for first in range(0, target, INSERT_CHUNK):
+            cursor.execute(statement, {**params, "first": first, "last": min(target, first + INSERT_CHUNK) - 1})
+            log(f"  {min(target, first + INSERT_CHUNK):,} rows")
+        cursor.execute(f"VACUUM (ANALYZE) {table}")
+    log(f"loaded in {time.monotonic() - started:.0f} s")
+
+
+def _insert_statement(org, job_ids):
+    """INSERT ... SELECT over generate_series: every column the bench does not vary gets the
+    model's own default, so columns added later need no change here."""
+    from django.db import connection
+
+    from apps.executions.models import Execution
+
+    at = "(%(base)s::timestamptz - g * interval '5 seconds')"
+    failed = "g %% 20 = 0"
+    varying = {
+        "id": "gen_random_uuid()",
+        "job_id": "(%(jobs)s::uuid[])[1 + g %% %(njobs)s]",
+        "organization_id": "%(org)s",
+        "scheduled_for": at,
+        "created_at": at,
+        "published_at": at,
+        "started_at": f"{at} + interval '150 milliseconds'",
+        "finished_at": f"{at} + interval '150 milliseconds' + (50 + (g * 7919) %% 950) * interval '1 millisecond'",
+        "duration_ms": "50 + (g * 7919) %% 950",
+        "status": f"CASE WHEN {failed} THEN 'failed' ELSE 'succeeded' END",
+        "attempt": "1",
+        "queue": "'runs.enterprise'",
+        "response_status": f"CASE WHEN {failed} THEN 500 ELSE 200 END",
+        "response_body": "'{\"ok\": true}'",
+        "error_kind": f"CASE WHEN {failed} THEN 'http_status' ELSE '' END",
+    }
+    template = Execution()
+    columns, values, params = [], [], {}
+    for field in Execution._meta.concrete_fields:
+        columns.append(field.column)
+        if field.column in varying:
+            values.append(varying[field.column])
+        else:
+            name = f"s_{field.column}"
+            params[name] = field.get_db_prep_save(field.pre_save(template, add=True), connection)
+            values.append(f"CAST(%({name})s AS {field.db_type(connection)})")  # NULLs need their type
+    params.update(base=datetime.now(UTC), jobs=job_ids, njobs=len(job_ids), org=org.pk)
+    statement = (f"INSERT INTO {Execution._meta.db_table} ({', '.join(columns)}) "
+                 f"SELECT {', '.join(values)} FROM generate_series(%(first)s::bigint, %(last)s::bigint) AS g")
+    return statement, params
+
+
+def deep_cursor(org, depth):
+    """A keyset cursor ``depth`` rows down, encoded as DRF's CursorPagination encodes it."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT scheduled_for FROM executions_execution WHERE organization_id = %s "
+                       "ORDER BY scheduled_for DESC, id DESC OFFSET %s LIMIT 1", [org.pk, depth])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return base64.b64encode(urlencode({"p": str(row[0])}).encode()).decode()
+
+
+def explain_executions_list(key, paths):
+    """The SQL Django runs for the executions list pages (through the real view, in-process)
+    and EXPLAIN ANALYZE of the page query: keyset on an index, no COUNT."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {key}")
+    lines = []
+    for label, path in paths:
+        with CaptureQueriesContext(connection) as captured:
+            response = client.get(path)
+        assert response.status_code == 200, (path, response.status_code, response.content[:300])
+        statements = [q["sql"] for q in captured.captured_queries]
+        counts = [s for s in statements if "COUNT(" in s.upper()]
+        page = next(s for s in statements if "FROM \"executions_execution\"" in s and "LIMIT" in s)
+        lines.append(f"{label}: {len(statements)} queries, COUNT queries: {len(counts)}")
+        lines.append(f"  page query: {page}")
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + page)
+            lines += ["    " + row[0] for row in cursor.fetchall()]
+    return "\n".join(lines)
+
+
+# --- gunicorn ----------------------------------------------------------------------------
+
+def procfile_web_command():
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line.startswith("web:"):
+            return line.split(":", 1)[1].strip()
+    sys.exit("no web line in the Procfile")
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_gunicorn(port, logfile):
+    """The Procfile's web line through a shell, as honcho/Heroku run it."""
+    command = procfile_web_command()
+    env = {**os.environ, "PORT": str(port), "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '')}"}
+    process = subprocess.Popen(["sh", "-c", f"exec {command}"], cwd=ROOT, env=env, stdout=logfile,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            sys.exit(f"gunicorn exited with {process.returncode}; see {logfile.name}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return process, command
+        except OSError:
+            time.sleep(0.3)
+    stop(process)
+    sys.exit("gunicorn did not answer /healthz within 60 s")
+
+
+def stop(process):
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)  # our own session: gunicorn's master and workers
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+# --- wrk ---------------------------------------------------------------------------------
+
+def run_wrk(url, script, connections, seconds, env):
+    threads = min(2, connections)
+    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s",
+               "-s", str(WRK_DIR / script), url]
+    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env}, timeout=seconds + 60)
+    for line in result.stdout.splitlines():
+        if line.startswith("BENCH_RESULT "):
+            figures = json.loads(line.split(" ", 1)[1])
+            figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
+            figures["errors"] = sum(figures[k] for k in ("connect_errors", "read_errors", "write_errors",
+                                                         "timeouts", "non_2xx"))
+            return figures
+    raise RuntimeError(f"wrk gave no result: {result.stdout}\n{result.stderr}")
+
+
+def wait_until_idle(port, limit=60.0):
+    """wrk stops with requests still queued in gunicorn (seconds of them at 100 connections):
+    let them drain, or they would be billed to the next cell. Idle = /healthz answers fast."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=limit):
+                pass
+        except OSError:
+            pass
+        if time.monotonic() - started < 0.05:
+            return
+        time.sleep(0.2)
+
+
+def median_of(runs):
+    return {key: statistics.median(run[key] for run in runs) for key in ("rps", "p50_us", "p95_us", "p99_us")} | {
+        "errors": max(run["errors"] for run in runs), "load": statistics.median(run["load"] for run in runs)}
+
+
+# --- report ------------------------------------------------------------------------------
+
+def ms(us):
+    return f"{us / 1000:.1f}"
+
+
+def table(results, connections_list):
+    out = ["| scenario | clients | req/s | p50 ms | p95 ms | p99 ms | errors | target (20 clients) | load avg |",
+           "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for name in SCENARIOS:
+        for connections in connections_list:
+            cell = results.get((name, connections))
+            if cell is None:
+                continue
+            target = ""
+            if not cell["rps"]:
+                target = "**no answer** in the run"
+            elif connections == 20 and name in TARGETS:
+                met = cell["p95_us"] / 1000 < TARGETS[name]
+                target = f"p95 < {TARGETS[name]} ms: {'met' if met else '**missed**'}"
+            if name == "read" and connections == max(connections_list):
+                best = max(results[(name, c)]["rps"] for c in connections_list if (name, c) in results)
+                target = (target + "; " if target else "") + \
+                    f"≥ {READS_PER_SECOND}/s: {'met' if best >= READS_PER_SECOND else '**missed**'} ({best:.0f}/s best)"
+            out.append(f"| {name} | {connections} | {cell['rps']:.0f} | {ms(cell['p50_us'])} | {ms(cell['p95_us'])} | "
+                       f"{ms(cell['p99_us'])} | {cell['errors']:.0f} | {target} | {cell['load']:.2f} |")
+    return "\n".join(out)
+
+
+README_START = "<!-- bench_api figures:start -->"
+README_END = "<!-- bench_api figures:end -->"
+
+
+def write_readme(text, command):
+    path = ROOT / "bench" / "README.md"
+    block = f"{README_START}\nLatest full run, produced by\n\n```sh\n{command}\n```\n\n{text}\n{README_END}"
+    current = path.read_text() if path.exists() else "# Benchmarks\n"
+    if README_START in current and README_END in current:
+        head, rest = current.split(README_START, 1)
+        _, tail = rest.split(README_END, 1)
+        path.write_text(head + block + tail)
+    else:
+        path.write_text(current.rstrip() + "\n\n## API (bench_api.py)\n\n" + block + "\n")
+
+
+def machine():
+    cpus = os.cpu_count()
+    model = ""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{platform.system()} {platform.machine()}, {cpus} CPUs ({model}), Python {platform.python_version()}"
+
+
+# --- main --------------------------------------------------------------------------------
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--executions", type=int, default=1_000_000, help="executions in the table")
+    parser.add_argument("--jobs", type=int, default=1000, help="jobs of the bench tenant (reads pick among them)")
+    parser.add_argument("--connections", default="20,100", help="wrk connections, comma-separated")
+    parser.add_argument("--runs", type=int, default=3, help="wrk runs per cell (median)")
+    parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="which scenarios, comma-separated")
+    parser.add_argument("--quick", action="store_true", help="100k executions, 1 run of 5 s per cell")
+    parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=None,
+                        help="write the figures into bench/README.md (default: yes unless --quick)")
+    args = parser.parse_args()
+    if args.quick:
+        args.executions, args.runs, args.seconds = min(args.executions, 100_000), 1, 5
+    write = args.readme if args.readme is not None else not args.quick
+    connections_list = [int(c) for c in args.connections.split(",") if c]
+    scenarios = [s for s in args.scenarios.split(",") if s]
+    unknown = set(scenarios) - set(SCENARIOS)
+    if unknown:
+        sys.exit(f"unknown scenarios: {', '.join(sorted(unknown))}")
+
+    db_url, db_name = configure_environment()
+    ensure_wrk()
+    ensure_database(db_url, db_name)
+    setup_django()
+    run_id = str(int(time.time()))
+    org, project, key, job_ids = prepare_tenant(args.jobs, run_id)
+    load_executions(org, job_ids, args.executions)
+    cursor = deep_cursor(org, args.executions // 2)
+
+    paths = {
+        "baseline": "/healthz",
+        "read": f"/api/v1/jobs/{job_ids[0]}/",
+        "list": "/api/v1/jobs/?page_size=50",
+        "executions": "/api/v1/executions/?page_size=50",
+        "executions_deep": f"/api/v1/executions/?page_size=50&cursor={cursor}",
+        "create": "/api/v1/jobs/",
+    }
+    explain = explain_executions_list(key, [("first page", paths["executions"]), ("deep page", paths["executions_deep"])])
+    print(explain, flush=True)
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    read_paths = workdir / "read_paths.txt"
+    read_paths.write_text("\n".join(f"/api/v1/jobs/{pk}/" for pk in job_ids) + "\n")
+    port = free_port()
+    logfile = open(workdir / "gunicorn.log", "w")
+    gunicorn, command = start_gunicorn(port, logfile)
+    log(f"gunicorn: {command} (PORT={port}, WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset')})")
+    results = {}
+    try:
+        for name in scenarios:
+            env = {"BENCH_WRK_DIR": str(WRK_DIR), "BENCH_API_KEY": "" if name == "baseline" else key,
+                   "BENCH_PATHS": str(read_paths) if name == "read" else "", "BENCH_PROJECT": str(project.pk),
+                   "BENCH_RUN": run_id}
+            script = "create.lua" if name == "create" else "get.lua"
+            url = f"http://127.0.0.1:{port}{paths[name]}"
+            run_wrk(url, script, connections_list[0], 2, env)  # warm-up: connections, caches, imports
+            wait_until_idle(port)
+            for connections in connections_list:
+                runs = []
+                for _ in range(args.runs):
+                    figures = run_wrk(url, script, connections, args.seconds, env)
+                    figures["load"] = os.getloadavg()[0]
+                    runs.append(figures)
+                    wait_until_idle(port)
+                results[(name, connections)] = cell = median_of(runs)
+                log(f"{name:16} c={connections:<4} {cell['rps']:7.0f} req/s  p50 {ms(cell['p50_us'])} ms  "
+                    f"p95 {ms(cell['p95_us'])} ms  p99 {ms(cell['p99_us'])} ms  errors {cell['errors']:.0f}  "
+                    f"load {cell['load']:.2f}")
+    finally:
+        stop(gunicorn)
+        logfile.close()
+        from apps.jobs.models import Job
+
+        Job.objects.filter(organization=org, name__startswith="bench create").delete()
+
+    header = (f"{machine()}; PostgreSQL and Redis on the same machine; wrk on the same machine (2 threads).  \n"
+              f"gunicorn: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset: 2')}).  \n"
+              f"{args.executions:,} executions, {len(job_ids):,} jobs; median of {args.runs} runs of {args.seconds} s "
+              f"per cell; load avg = 1-minute load average at the end of each run (other processes included).")
+    text = "\n".join([header, "", table(results, connections_list), "",
+                      "<details><summary>Executions list: SQL and EXPLAIN ANALYZE</summary>", "", "```",
+                      explain, "```", "</details>", ""])
+    print()
+    print(text)
+    if write:
+        argv = " ".join(sys.argv[1:])
+        write_readme(text, f"make bench  # or: .venv/bin/python bench/bench_api.py {argv}".rstrip())
+        log("figures written to bench/README.md")
+
+
+if __name__ == "__main__":
+    main()
