@@ -6,7 +6,7 @@ PORT   ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cronsvc
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test install install-dev services browser bench clean
+.PHONY: run test install install-dev services browser wrk bench soak clean
 
 # Install only when the requirement files change (a stamp per file set).
 $(BIN)/.base-installed: requirements/base.txt
@@ -27,7 +27,9 @@ run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(BIN)/python manage.py bootstrap_demo --url http://127.0.0.1:$(PORT)/
-	PORT=$(PORT) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile.embedded
+	rm -rf var/prometheus && mkdir -p var/prometheus
+	PORT=$(PORT) PROMETHEUS_MULTIPROC_DIR="$(CURDIR)/var/prometheus" PATH="$(CURDIR)/$(BIN):$$PATH" \
+		$(BIN)/honcho start -f Procfile.embedded
 
 ## make test: the whole suite on real PostgreSQL and Redis (started if not running).
 test: install-dev services browser
@@ -41,13 +43,19 @@ services:
 browser:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
-## make bench: every benchmark in bench/ (each uses its own database and Redis index).
-bench: install-dev services
-	$(BIN)/python bench/bench_schedules.py
-	DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench REDIS_URL=redis://127.0.0.1:6379/5 \
-		SECRET_KEY=bench-only $(BIN)/python bench/bench_scheduler.py
-	DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench_delivery REDIS_URL=redis://127.0.0.1:6379/6 \
-		SECRET_KEY=bench-only OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8 $(BIN)/python bench/bench_delivery.py
+# The API benchmark (bench/bench_api.py) drives gunicorn with Debian's wrk.
+wrk:
+	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
+
+## make bench: every benchmark in bench/ (each uses its own database and Redis index) and the
+## chaos soak; writes bench/RESULTS.md (figures, machine, date, commit).
+bench: install-dev services wrk
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/results.py
+
+## make soak: the chaos soak (SOAK_SECONDS, default 600) on its own PostgreSQL and Redis.
+SOAK_SECONDS ?= 600
+soak: install-dev
+	PATH="$(CURDIR)/$(BIN):$$PATH" SOAK_SECONDS=$(SOAK_SECONDS) $(BIN)/python -m soak
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache

@@ -1,11 +1,19 @@
 """/api/v1/: the customers' REST API."""
 
+from django.urls import path
 from rest_framework.routers import SimpleRouter
 
+from apps.accounts.api.gdpr_views import DataExportViewSet, OrganizationDeletionView
 from apps.accounts.api.views import ApiKeyViewSet, AuditEventViewSet, MemberViewSet
+from apps.billing.api import UsageView
+from apps.badges.api import BadgeViewSet
 from apps.executions.api import DeadLetterViewSet, ExecutionViewSet
+from apps.executions.stats_api import StatsView
 from apps.jobs.api import JobViewSet, SchedulePreviewViewSet
+from apps.notifications.api import (ChannelViewSet, EventSubscriptionViewSet, JobRuleView, NotificationViewSet,
+                                    ProjectRuleView)
 from apps.projects.api import ProjectViewSet
+from apps.workflows.api import WorkflowRunViewSet
 
 router = SimpleRouter()
 router.register("projects", ProjectViewSet, basename="project")
@@ -13,8 +21,22 @@ router.register("jobs", JobViewSet, basename="job")
 router.register("schedules", SchedulePreviewViewSet, basename="schedule")
 router.register("executions", ExecutionViewSet, basename="execution")
 router.register("dead-letter", DeadLetterViewSet, basename="dead-letter")
+router.register("workflow-runs", WorkflowRunViewSet, basename="workflow-run")
 router.register("api-keys", ApiKeyViewSet, basename="api-key")
 router.register("members", MemberViewSet, basename="member")
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
+router.register("organization/exports", DataExportViewSet, basename="organization-export")
+router.register("badges", BadgeViewSet, basename="badge-api")
+
+router.register("channels", ChannelViewSet, basename="channel")
+router.register("notifications", NotificationViewSet, basename="notification")
+router.register("event-subscriptions", EventSubscriptionViewSet, basename="event-subscription")
 
 urlpatterns = router.urls
+urlpatterns += [
+    path("usage/", UsageView.as_view(), name="usage"),
+    path("stats/", StatsView.as_view(), name="stats"),
+    path("organization/deletion/", OrganizationDeletionView.as_view(), name="organization-deletion"),
+    path("jobs/<uuid:pk>/notification-rule/", JobRuleView.as_view(), name="job-notification-rule"),
+    path("projects/<uuid:pk>/notification-rule/", ProjectRuleView.as_view(), name="project-notification-rule"),
+]

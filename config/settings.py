@@ -78,21 +78,34 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "guardian",
     "django_celery_beat",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
     "apps.accounts",
     "apps.billing",
     "apps.projects",
     "apps.jobs",
     "apps.executions",
+    "apps.workflows",
+    "apps.observability",
     "apps.web",
+    "apps.badges",
+    "apps.notifications",
 ]
 
 MIDDLEWARE = [
+    # Outermost: latency by route and status for every request; then the request id.
+    "apps.observability.middleware.RequestMetricsMiddleware",
+    "apps.observability.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "apps.accounts.middleware.RequestLimitsMiddleware",
+    "apps.accounts.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    "apps.accounts.otp_views.OperatorTwoFactorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -157,8 +170,13 @@ LOGOUT_REDIRECT_URL = "web:login"
 # Failed logins allowed per client IP and per account in LOGIN_RATE_WINDOW seconds; past
 # either, the login form refuses until the window ends (counted in the "web" cache).
 LOGIN_FAILURES_PER_IP = env_int("LOGIN_FAILURES_PER_IP", 20)
-LOGIN_FAILURES_PER_ACCOUNT = env_int("LOGIN_FAILURES_PER_ACCOUNT", 5)
+LOGIN_FAILURES_PER_ACCOUNT = env_int("LOGIN_FAILURES_PER_ACCOUNT", 5)  # per account and client IP
+LOGIN_FAILURES_PER_ACCOUNT_ANY_IP = env_int("LOGIN_FAILURES_PER_ACCOUNT_ANY_IP", 50)
 LOGIN_RATE_WINDOW = env_int("LOGIN_RATE_WINDOW", 900)
+# Two-factor authentication (TOTP, django-otp): optional for users; with OPERATOR_2FA=true
+# staff reach the admin only after giving a code.
+OPERATOR_2FA = env_bool("OPERATOR_2FA", False)
+OTP_TOTP_ISSUER = env_str("OTP_TOTP_ISSUER", "cronsvc")
 # "Test run now" requests one user may send per minute from the job form.
 TEST_RUNS_PER_MINUTE = env_int("TEST_RUNS_PER_MINUTE", 10)
 
@@ -170,6 +188,28 @@ EMAIL_BACKEND = env_str(
 )
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
+# EMAIL_URL, when set, overrides the above: smtp://user:pass@host:587?tls=1, smtps://...,
+# console://, locmem://, file:///path (cronsvc/notify/email_url.py).
+EMAIL_URL = env_str("EMAIL_URL")
+if EMAIL_URL:
+    from cronsvc.notify.email_url import parse_email_url
+
+    try:
+        globals().update(parse_email_url(EMAIL_URL))
+    except ValueError as exc:
+        raise ImproperlyConfigured(str(exc)) from exc
+
+# --- Billing (apps.billing): the retention purge's batch size (runs per short transaction)
+# and the payment integration statements are handed to (a dotted path; default: none).
+RETENTION_BATCH_SIZE = env_int("RETENTION_BATCH_SIZE", 1000)
+BILLING_PAYMENT_PROVIDER = env_str("BILLING_PAYMENT_PROVIDER", "apps.billing.payments.NoopPaymentProvider")
+
+# --- Customers' notifications (apps.notifications): bounded retries with doubling backoff.
+NOTIFICATION_MAX_ATTEMPTS = env_int("NOTIFICATION_MAX_ATTEMPTS", 5)
+NOTIFICATION_RETRY_SECONDS = env_int("NOTIFICATION_RETRY_SECONDS", 30)
+NOTIFICATION_TIMEOUT_SECONDS = env_float("NOTIFICATION_TIMEOUT_SECONDS", 10.0)
+NOTIFICATION_QUEUE = env_str("NOTIFICATION_QUEUE", "default")  # consumed by the worker_default process
+TELEGRAM_API_URL = env_str("TELEGRAM_API_URL", "https://api.telegram.org")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "cronsvc <noreply@localhost>")
 
 LANGUAGE_CODE = "en-us"
@@ -186,17 +226,39 @@ STORAGES = {
 }
 
 # --- Security headers (production defaults; SECURE_SSL_REDIRECT when behind TLS) ---
+# A server install served over https (SITE_URL https://...) gets secure cookies and HSTS by
+# default; the embedded mode and plain-http installs (make run, tests) do not, since a
+# browser would drop secure cookies there. INSECURE_COOKIES=true forces them off.
+SERVED_OVER_HTTPS = not EMBEDDED and not DEBUG and SITE_URL.startswith("https://")
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SECURE_SSL_REDIRECT)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SERVED_OVER_HTTPS or SECURE_SSL_REDIRECT) and not env_bool(
+    "INSECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if SERVED_OVER_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# Content-Security-Policy on our HTML pages (apps/accounts/middleware.py).
+CSP_ENABLED = env_bool("CSP_ENABLED", True)
+# Abuse limits on every request (413/414/431 with a code) and on JSON bodies (400 json_too_deep).
+MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
+MAX_URL_LENGTH = env_int("MAX_URL_LENGTH", 4096)
+MAX_REQUEST_HEADER_BYTES = env_int("MAX_REQUEST_HEADER_BYTES", 32 * 1024)
+MAX_JSON_DEPTH = env_int("MAX_JSON_DEPTH", 32)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 if env_bool("SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Customer data rights (apps/accounts/gdpr.py) ---
+# Days between an owner deleting the organization (its jobs stop at once) and its data
+# being erased; the owner may cancel meanwhile.
+ORG_DELETION_GRACE_DAYS = env_int("ORG_DELETION_GRACE_DAYS", 7)
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 365)
 
 # --- Celery ---
 REDIS_URL = env_str("REDIS_URL")
@@ -224,6 +286,9 @@ else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
     }
+if CELERY_BROKER_URL.startswith("redis://"):
+    # kombu's Redis transport, surviving a broker restart (see config/redis_transport.py).
+    CELERY_BROKER_TRANSPORT = "config.redis_transport:Transport"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
@@ -270,6 +335,14 @@ DELIVERY_HANDOFF_SECONDS = env_float("DELIVERY_HANDOFF_SECONDS", 5.0)
 DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)
 DELIVERY_LEASE_MARGIN = env_int("DELIVERY_LEASE_MARGIN", 60)
 DELIVERY_DEFER_SECONDS = env_float("DELIVERY_DEFER_SECONDS", 2.0)
+# Requests a minute one organization may have sent to one host (all its jobs together), by
+# plan code ("*" for any other plan; 0 turns the limit off for that plan). A minute's worth
+# may go at once.
+HOST_RATE_PER_MINUTE = {
+    code: int(rate) for code, _, rate in (
+        item.partition("=") for item in env_list(
+            "HOST_RATE_PER_MINUTE", ["free=60", "pro=600", "business=6000", "enterprise=0", "*=600"]))
+}
 BREAKER_FAILURE_THRESHOLD = env_int("BREAKER_FAILURE_THRESHOLD", 5)
 BREAKER_COOLDOWN_SECONDS = env_float("BREAKER_COOLDOWN_SECONDS", 60.0)
 
@@ -287,7 +360,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "apps.accounts.api.pagination.PagePagination",
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["apps.accounts.api.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "apps.accounts.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -310,6 +383,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "ENUM_NAME_OVERRIDES": {"NotificationStatusEnum": "apps.notifications.models.Outgoing.Status",
+                            "ExecutionStatusEnum": "apps.executions.models.Execution.Status"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.accounts.api.schema.add_error_component",
@@ -336,23 +411,37 @@ CACHES = {
 }
 
 # --- Sentry (only with SENTRY_DSN) ---
+# Django, Celery and Redis integrations; events scrubbed of customer secrets
+# (apps/observability/sentry.py).
 SENTRY_DSN = env_str("SENTRY_DSN")
 if SENTRY_DSN:
-    import sentry_sdk
+    from apps.observability import sentry as _sentry
 
-    sentry_sdk.init(
-        dsn=SENTRY_DSN,
-        send_default_pii=False,
+    _sentry.init(
+        SENTRY_DSN,
         traces_sample_rate=env_float("SENTRY_TRACES_SAMPLE_RATE", 0.0),
         environment=env_str("SENTRY_ENVIRONMENT", "production"),
     )
 
+# --- Operators' observability (apps/observability; README "Operations: monitoring") ---
+# /metrics answers a Bearer METRICS_TOKEN or a client in METRICS_ALLOWED_IPS (CIDRs);
+# with neither set it is 404. Embedded mode allows the local machine.
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", ["127.0.0.1/32", "::1/128"] if EMBEDDED else [])
+# Where every process writes its metrics so that /metrics adds them all up. It must be
+# set in the environment of every process (prometheus-client reads it at import) and be
+# emptied when the platform starts.
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", "")
+if PROMETHEUS_MULTIPROC_DIR:
+    Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+# Schedulers and workers write a heartbeat row at most this often (seconds); one silent
+# for three intervals is shown as dead.
+HEARTBEAT_INTERVAL = env_float("HEARTBEAT_INTERVAL", 5.0)
+
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
-}
+# json: one JSON object per line with request_id / execution_id (server default);
+# console: readable lines (embedded default).
+LOG_FORMAT = env_str("LOG_FORMAT", "console" if EMBEDDED else "json")
+from apps.observability.logconfig import logging_config  # noqa: E402 - needs LOG_* above
+
+LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)

@@ -1,23 +1,36 @@
 from django.contrib import admin
-from django.http import JsonResponse
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-
-def healthz(request):
-    return JsonResponse({"status": "ok"})
+from apps.accounts import otp_views
+from apps.web.views import settings as web_settings
+from apps.badges.views import badge_image
+from apps.observability import dashboard as ops_dashboard
+from apps.observability import views as ops
 
 
 admin.site.site_header = "cronsvc operators"
 admin.site.site_title = "cronsvc"
 
 urlpatterns = [
+    # The operators' dashboard (staff only), linked from the admin index.
+    path("admin/operations/", admin.site.admin_view(ops_dashboard.dashboard), name="operations-dashboard"),
     path("admin/", admin.site.urls),
-    path("healthz", healthz, name="healthz"),
+    path("healthz", ops.healthz, name="healthz"),
+    path("readyz", ops.readyz, name="readyz"),
+    path("metrics", ops.metrics, name="metrics"),
+    # Public status images for READMEs: the unguessable token is the only credential.
+    re_path(r"^badge/(?P<token>[A-Za-z0-9_-]{1,64})\.svg$", badge_image, name="badge"),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/", include("config.api_urls")),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # The customers' pages: sign-up, log-in, password reset, dashboard, jobs, settings.
+    path("login/code/", otp_views.login_otp, name="login_otp"),
+    path("account/two-factor/", otp_views.two_factor, name="two_factor"),
+    path("settings/data/", web_settings.data_and_security, name="data_settings"),
+    path("settings/data/export/", web_settings.data_export, name="data_export"),
+    path("settings/data/exports/<uuid:pk>/", web_settings.data_export_download, name="data_export_download"),
+    path("settings/data/delete/", web_settings.organization_delete, name="organization_delete"),
     path("", include("apps.web.urls")),
 ]
 

@@ -6,7 +6,7 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from apps.billing.models import Plan
 
 from . import services
-from .models import ApiKey, AuditEvent, Membership, Organization, User
+from .models import ApiKey, AuditEvent, ErasedOrganization, Membership, Organization, User
 
 
 @admin.register(User)
@@ -116,4 +116,15 @@ class AuditEventAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ErasedOrganization)
+class ErasedOrganizationAdmin(admin.ModelAdmin):
+    """The audit trail of deleted organizations: ids and dates only."""
+
+    list_display = ("organization_id", "plan_code", "deletion_requested_at", "erased_at")
+    readonly_fields = list_display
+
+    def has_add_permission(self, request):
         return False

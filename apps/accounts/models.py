@@ -55,6 +55,9 @@ class Organization(models.Model):
     suspended = models.BooleanField(default=False)
     suspended_reason = models.CharField(max_length=200, blank=True)
     suspended_at = models.DateTimeField(null=True, blank=True)
+    # An owner asked to delete the organization: its jobs stopped then, and its data is
+    # erased at this time by housekeeping (apps.accounts.gdpr) unless the owner cancels.
+    erase_after = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -186,3 +189,37 @@ class IdempotencyKey(models.Model):
 
     def __str__(self):
         return f"{self.scope} {self.key}"
+
+
+class DataExport(models.Model):
+    """An owner's download of all the organization's data (GDPR), built by a background task."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        READY = "ready"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="exports")
+    requested_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    archive = models.BinaryField(null=True, blank=True, help_text="gzip-compressed JSON.")
+    size_bytes = models.PositiveBigIntegerField(default=0)
+    error = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = tenant_manager("organization")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class ErasedOrganization(models.Model):
+    """The fact that an organization was deleted, kept after its data is erased: no name,
+    no e-mail, no foreign key (nothing personal, nothing pointing at erased rows)."""
+
+    organization_id = models.UUIDField(primary_key=True)
+    deletion_requested_at = models.DateTimeField(null=True, blank=True)
+    erased_at = models.DateTimeField()
+    plan_code = models.CharField(max_length=40, blank=True)

@@ -40,12 +40,21 @@ def unsuspend_organization(organization, *, actor_user=None):
 
 
 @transaction.atomic
-def change_plan(organization, plan, *, actor_user=None):
+def change_plan(organization, plan, *, actor_user=None, now=None):
+    """Move the organization to ``plan``: jobs the plan does not allow are paused (never
+    deleted) and its waiting runs move to the plan's queue. Returns billing's PlanChange
+    (``paused``: the jobs paused, with the limits each breaks)."""
+    from apps.billing.plan_change import apply_plan  # billing reads jobs; accounts does not
+
     previous = organization.plan.code
     organization.plan = plan
     organization.save(update_fields=["plan"])
+    change = apply_plan(organization, plan, now=now)
     record_audit(organization, "organization.change_plan", target=organization, actor_user=actor_user,
-                 data={"from": previous, "to": plan.code})
+                 data={"from": previous, "to": plan.code,
+                       "paused_jobs": [str(job.pk) for job, _ in change.paused],
+                       "resumed_jobs": [str(job.pk) for job in change.resumed]})
+    return change
 
 
 @transaction.atomic

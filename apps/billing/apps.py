@@ -5,3 +5,11 @@ class BillingConfig(AppConfig):
     name = "apps.billing"
     label = "billing"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # Usage is metered in the transaction that records each attempt.
+        from apps.executions.hooks import on_outcomes
+
+        from .metering import meter_outcomes
+
+        on_outcomes(meter_outcomes)

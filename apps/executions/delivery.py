@@ -44,6 +44,10 @@ from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.outcome import SuccessCriteria, circuit_open, classify, parse_status_codes
 from cronsvc.delivery.request import RequestSpec, prepare, standard_variables
 from cronsvc.delivery.retry import RetryPolicy, next_delay, parse_retry_after, should_retry
+from cronsvc.delivery.template import UpstreamResult, WorkflowVariables, upstream_key
+
+from apps.billing import quota
+from apps.observability.logconfig import EXECUTION_ID
 
 from . import recording
 from .models import Execution
@@ -178,6 +182,7 @@ class _Mailbox:
 
 
 def _send_into(mailbox, run):
+    EXECUTION_ID.set(run.execution.id)  # this thread's log lines name the run it sends
     try:
         result = _send(run)
     except BaseException as exc:  # noqa: BLE001 - handed to the recording thread, which logs it
@@ -217,14 +222,16 @@ def _next_group(results, pending, until=None):
 # (test_grouping.py counts the queries of a batch).
 CLAIMED_FIELDS = (
     "id", "job", "organization", "scheduled_for", "attempt",
-    "job__project", "job__organization", "job__name", "job__url", "job__method", "job__headers",
+    "job__project", "job__organization", "job__name", "job__url", "job__method", "job__headers", "job__secret_headers",
     "job__body", "job__body_format", "job__auth", "job__timeout_seconds", "job__follow_redirects",
     "job__success_status_codes", "job__success_body_contains", "job__success_body_regex",
     "job__max_attempts", "job__retry_initial_delay_seconds", "job__retry_max_delay_seconds",
     "job__retry_multiplier", "job__retry_on_timeout", "job__overlap_policy", "job__rate_limit_per_minute",
+    "upstream_executions",
 )
 PROJECT_FIELDS = ("id", "organization", "signing_secrets")
-PLAN_FIELDS = ("plan", "plan__max_concurrency", "plan__max_attempts", "plan__auto_disable_after_failures")
+PLAN_FIELDS = ("plan", "plan__code", "plan__max_concurrency", "plan__max_attempts", "plan__auto_disable_after_failures",
+               "plan__over_quota", "plan__monthly_executions")
 
 
 def claim(execution_ids, now):
@@ -280,6 +287,8 @@ def admit_all(runs, now):
     shared = guards()
     for run in runs:
         run.holder = str(run.execution.id)
+    # 0. the monthly quota: past it, a plan that blocks skips the run (billing decides)
+    runs = _within_quota(runs, now)
     # 1. overlap: a job whose previous run is still going is skipped
     forbid = [run for run in runs if run.job.overlap_policy == run.job.OverlapPolicy.FORBID]
     if forbid:
@@ -328,7 +337,44 @@ def admit_all(runs, now):
         if held:
             release_all(held)
             runs = [run for run in runs if run.has_slot]
+    # 5. the organization's rate to one host, across all its jobs
+    runs = _within_host_rate(runs, shared, now)
     return [run for run in runs if _prepare(run, now)]
+
+
+def host_rate_per_minute(plan_code):
+    rates = settings.HOST_RATE_PER_MINUTE
+    return rates.get(plan_code, rates.get("*"))
+
+
+def _within_host_rate(runs, shared, now):
+    """A customer cannot make us send more than their plan's rate to one host, however many
+    jobs point at it: a token bucket per (organization, host), one round trip per batch.
+    Runs over the rate wait their turn (the k-th held run of a host k tokens later)."""
+    limited = [(run, host_rate_per_minute(run.plan.code)) for run in runs]
+    limited = [(run, rate) for run, rate in limited if rate]
+    if not limited:
+        return runs
+    # A minute's worth may go at once (cron jobs fire together on the minute).
+    keys = [(f"host:{run.execution.organization_id}:{host_key(run.job.url)}", rate, rate) for run, rate in limited]
+    held, position = [], {}
+    for (run, rate), (key, _, _), (allowed, wait) in zip(limited, keys, shared.take_tokens(keys, wall_clock())):
+        if not allowed:
+            position[key] = position.get(key, 0) + 1
+            held.append(run)
+            recording.defer_running(run.execution, now + timedelta(seconds=max(wait, 0.5) + position[key] * 60 / rate))
+    if held:
+        release_all(held)
+        return [run for run in runs if run.has_slot]
+    return runs
+
+
+def _within_quota(runs, now):
+    refused = quota.over_quota([(run.execution.organization_id, run.plan) for run in runs], now)
+    for run, skip in zip(runs, refused):
+        if skip:
+            recording.skip_running(run.execution, quota.SKIP_REASON, now)
+    return [run for run, skip in zip(runs, refused) if not skip]
 
 
 def _defer_seconds():
@@ -350,10 +396,10 @@ def _prepare(run, now):
     try:
         run.prepared = prepare(
             request_spec(job),
-            variables=standard_variables(
+            variables=_with_upstream(execution, standard_variables(
                 job_id=job.id, job_name=job.name, execution_id=execution.id,
                 scheduled_for=execution.scheduled_for, attempt=run.attempt_number, now=now,
-            ),
+            )),
             job_id=job.id, execution_id=execution.id, attempt=run.attempt_number,
             scheduled_for=execution.scheduled_for, signing_secrets=job.project.signing_secrets,
             timestamp=int(now.timestamp()), version=cronsvc.__version__,
@@ -366,9 +412,20 @@ def _prepare(run, now):
     return True
 
 
+def _with_upstream(execution, variables):
+    """A run its upstream jobs started may read their results (``{{ upstream.<name>.… }}``):
+    one query, only for such runs."""
+    if not execution.upstream_executions:
+        return variables
+    rows = Execution.objects.filter(id__in=execution.upstream_executions).order_by("id").values_list(
+        "job__name", "status", "response_status", "response_body")
+    return WorkflowVariables(variables, {upstream_key(name): UpstreamResult(outcome=status, status=code, body=body)
+                                         for name, status, code, body in rows})
+
+
 def request_spec(job):
     return RequestSpec(
-        url=job.url, method=job.method, headers=job.headers or {}, body=job.body,
+        url=job.url, method=job.method, headers=job.request_headers(), body=job.body,
         body_format=job.body_format, auth=job.auth, connect_timeout=settings.DELIVERY_CONNECT_TIMEOUT,
         timeout=float(job.timeout_seconds), follow_redirects=job.follow_redirects,
     )
@@ -410,7 +467,7 @@ def _record(sent, successes, failures):
             attempt=recording.AttemptValues(
                 number=run.attempt_number, started_at=run.started_at, finished_at=finished,
                 duration_ms=round(result.duration_ms), request_method=prepared.method,
-                request_url=prepared.url, request_headers=masked(prepared.headers),
+                request_url=prepared.url, request_headers=masked(prepared.headers, job.secret_header_names()),
                 request_body=_text(prepared.body), response_status=result.status_code,
                 response_headers=result.headers, response_body=result.body_excerpt,
                 remote_addr=result.remote_addr or "", outcome="succeeded" if outcome.succeeded else "failed",
@@ -458,8 +515,11 @@ def retry_policy(job, plan):
     )
 
 
-def masked(headers):
-    return {name: (MASK if name.lower() in SECRET_HEADERS else value) for name, value in headers.items()}
+def masked(headers, secret_names=frozenset()):
+    """The request copy kept in history: credential headers, and those the job marks
+    secret, read as the mask."""
+    return {name: (MASK if name.lower() in SECRET_HEADERS or name.lower() in secret_names else value)
+            for name, value in headers.items()}
 
 
 def _text(body):

@@ -13,6 +13,8 @@ from django.db.utils import DatabaseError, InterfaceError, OperationalError
 from django.utils import timezone
 
 from apps.jobs.models import Job
+from apps.observability import metrics
+from apps.observability.heartbeats import Beat
 
 from . import publishing, sweeper
 from .scheduler import claim_due
@@ -36,6 +38,7 @@ class SchedulerLoop:
         self.sweep_interval = settings.SWEEPER_INTERVAL if sweep_interval is None else sweep_interval
         self.clock = clock
         self.state = LoopState()
+        self.heartbeat = Beat("scheduler")
 
     def install_signal_handlers(self):
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -57,12 +60,14 @@ class SchedulerLoop:
                 continue
             if not busy:
                 self._sleep(self._idle_sleep())
+        self._stop_heartbeat()
         log.info("scheduler: stopped")
 
     def tick(self):
         """One round; returns True when the batch was full (more work is waiting)."""
         close_old_connections()
         now = self.clock()
+        self.heartbeat.beat()  # at most every HEARTBEAT_INTERVAL seconds
         result = claim_due(now, self.batch_size)
         published = self._publish(result.to_publish)
         if result.claimed:
@@ -81,6 +86,7 @@ class SchedulerLoop:
         sent_at = self.clock()
         lags = sorted((sent_at - due_at).total_seconds() for _, _, due_at in result.to_publish)
         lag_p50 = statistics.median(lags) if lags else 0.0
+        metrics.record_dispatch(lags, published)
         log.info(
             "scheduler tick: claimed=%d created=%d skipped=%d expired=%d published=%d lag_p50=%.3fs lag_max=%.3fs",
             result.claimed, result.created, result.skipped, result.expired, published,
@@ -91,6 +97,7 @@ class SchedulerLoop:
         rows = sweeper.due_retries(now)
         if rows:
             publishing.publish(publishing.group_by_queue(rows))
+            metrics.RETRIES_PUBLISHED.inc(len(rows))
 
     def _maybe_sweep(self):
         if time.monotonic() - self.state.last_sweep < self.sweep_interval:
@@ -100,10 +107,12 @@ class SchedulerLoop:
         recovered = sweeper.recover_expired_leases(now)
         lost = sweeper.stale(now, republish_after=settings.SWEEPER_REPUBLISH_AFTER)
         rows = recovered + lost
+        metrics.record_sweep(len(recovered), len(lost))
         if rows:
             published = publishing.publish(publishing.group_by_queue(rows))
             log.info("sweeper: recovered=%d republished=%d sent=%d", len(recovered), len(lost), published)
         backlog = self.backlog(now)
+        metrics.BACKLOG.set(backlog)
         if backlog:
             log.warning("scheduler backlog: %d jobs due more than a second ago are not claimed yet", backlog)
 
@@ -113,6 +122,13 @@ class SchedulerLoop:
             enabled=True, next_run_at__isnull=False, next_run_at__lte=now - timedelta(seconds=1)
         )
         return overdue.values("id")[:cap].count()
+
+    def _stop_heartbeat(self):
+        metrics.process_exited()
+        try:
+            self.heartbeat.stop()
+        except (OperationalError, InterfaceError, DatabaseError):
+            log.warning("scheduler: could not remove its heartbeat; it ages out")
 
     def _idle_sleep(self):
         """Sleep until the next job is due, but never longer than max_sleep."""

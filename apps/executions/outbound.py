@@ -141,10 +141,11 @@ class Guards:
         return decisions
 
     def take_tokens(self, requests, now):
-        """[(job_id, per_minute)] -> [(allowed, seconds to wait)] (``take_token``)."""
+        """[(job_id, per_minute[, burst])] -> [(allowed, seconds to wait)] (``take_token``);
+        the burst defaults to 1 (a job's own rate is smooth)."""
         pipe = self.client.pipeline(transaction=False)
-        for job_id, per_minute in requests:
-            bucket = TokenBucket(self.client, f"cronsvc:rate:{job_id}", per_minute / 60.0, 1)
+        for job_id, per_minute, *burst in requests:
+            bucket = TokenBucket(self.client, f"cronsvc:rate:{job_id}", per_minute / 60.0, burst[0] if burst else 1)
             self._take(keys=[bucket.key], client=pipe, args=[
                 repr(float(now)), repr(float(bucket.rate_per_second)), bucket.burst, bucket._key_ttl()])
         return [(bool(allowed), float(wait)) for allowed, wait in pipe.execute()]
@@ -207,13 +208,15 @@ class LocalGuards:
     def concurrency(self, organization_id, limit, lease_seconds):
         return _LocalSemaphore(self, organization_id, limit)
 
-    def take_token(self, job_id, per_minute, now):
+    def take_token(self, job_id, per_minute, now, burst=1):
+        """The same token bucket as the Redis script, in this process's memory."""
+        rate = per_minute / 60.0
         with self._lock:
-            next_free = self._next_token.get(job_id, 0.0)
-            if now < next_free:
-                return False, next_free - now
-            self._next_token[job_id] = now + 60.0 / per_minute
-            return True, 0.0
+            tokens, at = self._next_token.get(job_id, (float(burst), now))
+            tokens = min(burst, tokens + max(0.0, now - at) * rate)
+            allowed = tokens >= 1
+            self._next_token[job_id] = (tokens - 1 if allowed else tokens, max(at, now))
+            return (True, 0.0) if allowed else (False, (1 - tokens) / rate)
 
     def lock_job(self, job_id, holder, lease_seconds):
         with self._lock:
@@ -238,7 +241,7 @@ class LocalGuards:
         return [Decision(True, "closed", None) for _ in hosts]
 
     def take_tokens(self, requests, now):
-        return [self.take_token(job_id, per_minute, now) for job_id, per_minute in requests]
+        return [self.take_token(job_id, per_minute, now, *burst) for job_id, per_minute, *burst in requests]
 
     def settle_many(self, *, successes=(), failures=(), releases=(), now=0.0):
         for organization_id, holder in releases:

@@ -130,7 +130,11 @@ def _fetch(queryset):
 
     sql, params = queryset.query.sql_with_params()
     connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
+    # Django's error wrapper, as its own cursors have: a lost session (PostgreSQL
+    # restarted, or the claim's idle timeout ended it while this process was paused)
+    # raises Django's OperationalError, which the loop backs off from, and marks the
+    # connection broken so it is replaced, instead of psycopg's error ending the process.
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(sql, params, binary=True)
         return cursor.fetchall()
 
@@ -307,8 +311,9 @@ class _PostgresInsert:
         constants = [now if column == "created_at" else value for column, value in self.constants]
         arrays = [ids, *(list(column) for column in zip(*rows))]
         connection.ensure_connection()
-        # A server-side-binding cursor on Django's connection (same transaction).
-        with psycopg.Cursor(connection.connection) as cursor:
+        # A server-side-binding cursor on Django's connection (same transaction), its
+        # errors wrapped as Django's (see _fetch).
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
             cursor.execute(self.sql, [*constants, *arrays])
             return {row[0] for row in cursor.fetchall()}
 
@@ -326,7 +331,7 @@ def _advance_jobs(updates):
             "WHERE j.id = v.id"
         )
         connection.ensure_connection()
-        with psycopg.Cursor(connection.connection) as cursor:
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
             cursor.execute(sql, [ids, next_runs, expired])
         return
     # SQLite (embedded mode) runs one scheduler with small batches: a row at a time is fine.

@@ -4,30 +4,36 @@ import json
 from zoneinfo import ZoneInfo
 
 import django_filters
-from django.db.models import Q, TextField
+from django.db.models import Prefetch, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import filters, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ErrorDetail, ValidationError
+from rest_framework.exceptions import ErrorDetail, NotFound, ValidationError
 from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 
 from apps.accounts.api import idempotency
 from apps.accounts.api.actor import Role
 from apps.accounts.api.base import ApiViewMixin
+from apps.accounts.api.errors import Conflict
 from apps.accounts.api.pagination import ExecutionCursorPagination
 from apps.accounts.api.serializers import EmptySerializer
+from apps.badges.api import BADGE_EXAMPLE, BadgeSerializer, badge_for
+from apps.badges.models import Badge
 from apps.executions.api import ExecutionFilter
 from apps.executions.models import Execution
 from apps.executions.serializers import ExecutionSerializer
+from apps.executions.stats_api import DESCRIPTION as STATS_DESCRIPTION, EXAMPLE as STATS_EXAMPLE, WINDOW
+from apps.executions.stats_api import StatsSerializer, stats_response, window_of
 from apps.executions.triggers import trigger_now
 from cronsvc.schedules import ScheduleError, describe, next_runs, validate_schedule
 from cronsvc.schedules.parse import format_instant
 
-from .models import Job
+from .health import STATUSES, health_filter
+from .models import Job, JobDependency
 from .scheduling import job_schedule
 from .serializers import (
     ImportCrontabSerializer, ImportResultSerializer, JobSerializer, NextRunsQuerySerializer, RunsSerializer,
@@ -55,6 +61,19 @@ PLAN_LIMIT_NOTE = (
 )
 
 
+class HasDependents(Conflict):
+    """Deleting a job other jobs depend on: say which, unless ``?force=true``."""
+
+    default_code = "has_dependents"
+
+    def __init__(self, links):
+        names = ", ".join(link.downstream.name for link in links)
+        super().__init__(f"Jobs depend on this one: {names}. Change their dependencies first, or delete with "
+                         "?force=true (they lose this dependency).")
+        self.extra = {"dependents": [{"job": str(link.downstream_id), "name": link.downstream.name,
+                                      "on": link.on} for link in links]}
+
+
 def runs_payload(schedule, runs):
     zone = ZoneInfo(schedule.timezone)
     return {
@@ -67,6 +86,8 @@ class JobFilter(django_filters.FilterSet):
     project = django_filters.UUIDFilter(field_name="project_id")
     tag = django_filters.CharFilter(method="filter_tag", help_text="Jobs carrying this tag.")
     search = django_filters.CharFilter(method="filter_search", help_text="Part of a name or a tag.")
+    health = django_filters.ChoiceFilter(choices=[(s, s) for s in STATUSES], method="filter_health",
+                                         help_text="Jobs in this health (as the dashboard shows it).")
 
     class Meta:
         model = Job
@@ -76,6 +97,9 @@ class JobFilter(django_filters.FilterSet):
         # Matched in the JSON text so it also works on SQLite (embedded mode) without JSON operators.
         quoted = json.dumps(value, ensure_ascii=False)  # the tag as it appears in the JSON text
         return queryset.alias(tags_text=Cast("tags", TextField())).filter(tags_text__contains=quoted)
+
+    def filter_health(self, queryset, name, value):
+        return queryset.filter(health_filter(value))
 
     def filter_search(self, queryset, name, value):
         return queryset.alias(tags_text=Cast("tags", TextField())).filter(
@@ -98,13 +122,24 @@ class JobFilter(django_filters.FilterSet):
         "masked as returned) keeps the stored credentials." + PLAN_LIMIT_NOTE)),
     partial_update=extend_schema(description="Change some fields; request.auth omitted keeps the stored "
                                              "credentials." + PLAN_LIMIT_NOTE),
-    pause=extend_schema(request=EmptySerializer, responses=JobSerializer),
+    pause=extend_schema(request=EmptySerializer, responses=JobSerializer,
+                        description="Pause the job. Its `dependents` (in the response) no longer run after it."),
+    destroy=extend_schema(
+        parameters=[OpenApiParameter("force", bool, description="Delete even if other jobs depend on this one.")],
+        description="Delete a job. A job other jobs depend on answers 409 `has_dependents` listing them "
+                    "(`dependents`), unless `?force=true`: they then lose this dependency."),
     resume=extend_schema(request=EmptySerializer, responses=JobSerializer,
                          description="Resume from now: runs missed while paused are not caught up."),
     trigger=extend_schema(request=EmptySerializer, responses={202: ExecutionSerializer},
                           description="Run the job now, outside its schedule."),
     next_runs=extend_schema(parameters=[NextRunsQuerySerializer], responses=RunsSerializer),
     executions=extend_schema(responses=ExecutionSerializer(many=True), filters=True),
+    stats=extend_schema(parameters=[WINDOW], responses=StatsSerializer, examples=[STATS_EXAMPLE],
+                        description=STATS_DESCRIPTION),
+    badge=extend_schema(request=None, responses={200: BadgeSerializer, 201: BadgeSerializer}, examples=[BADGE_EXAMPLE],
+                        description="GET: the job's status badge (404 `not_found` when it has none). POST: create it "
+                                    "(201), or return the existing one (200). The SVG at `url` is public and shows "
+                                    "only `cron: up|failing|paused`."),
     import_crontab=extend_schema(request=ImportCrontabSerializer, responses={200: ImportResultSerializer,
                                                                              201: ImportResultSerializer}),
 )
@@ -118,6 +153,9 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
 
     def get_queryset(self):
         jobs = Job.objects.for_organization(self.actor.organization).select_related("project", "organization__plan")
+        jobs = jobs.prefetch_related(Prefetch("upstream_links", JobDependency.objects.order_by("id")),
+                                     Prefetch("downstream_links",
+                                              JobDependency.objects.select_related("downstream").order_by("id")))
         return self.actor.scope_to_projects(jobs)
 
     def get_object(self):
@@ -140,6 +178,9 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         self.audit("job.update", job, {"fields": fields})
 
     def perform_destroy(self, job):
+        dependents = list(job.downstream_links.select_related("downstream").order_by("id"))
+        if dependents and self.request.query_params.get("force") != "true":
+            raise HasDependents(dependents)
         self.audit("job.delete", job, {"name": job.name})
         job.delete()
 
@@ -186,6 +227,25 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
                                           .filter(job=job))
         page = self.paginate_queryset(executions)
         return self.get_paginated_response(ExecutionSerializer(page, many=True).data)
+
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def stats(self, request, pk=None):
+        job = self.get_object()
+        return stats_response(window_of(request), organization=self.actor.organization, job=job)
+
+    @action(detail=True, methods=["get", "post"], filter_backends=[], pagination_class=None)
+    def badge(self, request, pk=None):
+        job = self.get_object()
+        if request.method == "GET":
+            badge = Badge.objects.filter(job=job).first()
+            if badge is None:
+                raise NotFound("This job has no badge yet; POST to create it.")
+            return Response(BadgeSerializer(badge).data)
+        self._no_body()
+        badge, created = badge_for(job=job)
+        if created:
+            self.audit("badge.create", job, {"badge": badge.pk})
+        return Response(BadgeSerializer(badge).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @action(detail=False, methods=["post"], url_path="import-crontab", filter_backends=[], pagination_class=None)
     def import_crontab(self, request):

@@ -35,6 +35,7 @@ API_PATH_TO_FIELD = {
     "success.body_contains": "success_body_contains", "success.body_regex": "success_body_regex",
     "misfire_policy": "misfire_policy", "misfire_grace_seconds": "misfire_grace_seconds",
     "overlap_policy": "overlap_policy", "region": "region",
+    "dependencies": "dependencies", "dependency_mode": "dependency_mode",
 }
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600}
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"
@@ -61,6 +62,8 @@ def form_values(job):
         every_n = str(seconds // UNITS[every_unit]) if seconds else ""
     elif job.schedule_type == Job.ScheduleType.ONCE:
         schedule_mode = "once"
+    elif job.schedule_type == Job.ScheduleType.NONE:
+        schedule_mode = "none"
     return {
         "project": str(job.project_id or ""),
         "name": job.name, "description": job.description, "tags": ", ".join(job.tags or []),
@@ -69,7 +72,7 @@ def form_values(job):
         "once_at": _local(job.run_at, job.timezone), "timezone": job.timezone,
         "start_at": _local(job.start_at, job.timezone), "end_at": _local(job.end_at, job.timezone),
         "jitter_seconds": str(job.jitter_seconds),
-        "method": job.method, "url": job.url, "headers": list((job.headers or {}).items()),
+        "method": job.method, "url": job.url, "headers": _shown_headers(job),
         "body": job.body, "body_format": job.body_format,
         "auth_type": auth.get("type", "none"), "auth_username": auth.get("username", ""),
         "auth_password": "", "auth_token": "", "auth_stored": bool(auth),
@@ -82,7 +85,21 @@ def form_values(job):
         "success_body_contains": job.success_body_contains, "success_body_regex": job.success_body_regex,
         "misfire_policy": job.misfire_policy, "misfire_grace_seconds": str(job.misfire_grace_seconds),
         "overlap_policy": job.overlap_policy, "region": job.region,
+        "dependency_mode": job.dependency_mode, "dependencies": _dependency_rows_of(job),
     }
+
+
+def _dependency_rows_of(job):
+    if job._state.adding:
+        return []
+    return [(str(link.upstream_id), link.on) for link in job.upstream_links.order_by("id")]
+
+
+def _shown_headers(job):
+    """Secret headers (stored encrypted) are shown as the mask; posted back, it keeps them."""
+    from .serializers import MASK
+
+    return [*(job.headers or {}).items(), *((name, MASK) for name in (job.secret_headers or {}))]
 
 
 def posted_values(post, *, stored_auth=None):
@@ -93,6 +110,7 @@ def posted_values(post, *, stored_auth=None):
         follow_redirects=_checked(post, "follow_redirects"), retry_on_timeout=_checked(post, "retry_on_timeout"),
         auth_type=post.get("auth_type", "none"), auth_stored=bool(stored_auth),
         auth_password="", auth_token="",  # a secret typed in is not echoed back into the page
+        dependencies=_dependency_rows(post), dependency_mode=post.get("dependency_mode", "all"),
     )
     return values
 
@@ -129,6 +147,8 @@ def job_data(post, *, stored_auth=None, regions=()):
         "misfire_policy": post.get("misfire_policy") or Job.MisfirePolicy.RUN_ONCE,
         "misfire_grace_seconds": _int(post.get("misfire_grace_seconds", ""), 3600),
         "overlap_policy": post.get("overlap_policy") or Job.OverlapPolicy.ALLOW,
+        "dependencies": [{"job": upstream, "on": on} for upstream, on in _dependency_rows(post)],
+        "dependency_mode": post.get("dependency_mode") or Job.DependencyMode.ALL,
     }
     if regions:
         data["region"] = post.get("region", "")
@@ -178,6 +198,8 @@ def _schedule(post, zone):
         n, unit = post.get("every_n", "").strip(), post.get("every_unit", "minutes")
         seconds = int(n) * UNITS.get(unit, 60) if n.isdigit() else n
         return {"type": "interval", "seconds": seconds, "timezone": timezone}
+    if mode == "none":
+        return {"type": "none", "timezone": timezone}
     if mode == "once":
         return {"type": "once", "at": local_instant(post.get("once_at", ""), zone) or "", "timezone": timezone}
     return {"type": "cron", "expression": post.get("cron_expression", "").strip(), "timezone": timezone}
@@ -213,6 +235,13 @@ def _auth(post, stored_auth):
             token = MASK
         return {"type": "bearer", "token": token}
     return None
+
+
+def _dependency_rows(post):
+    """(upstream job id, on) for every dependency row with a job chosen."""
+    jobs, ons = post.getlist("dependency_job"), post.getlist("dependency_on")
+    return [(job.strip(), on or "success") for job, on in zip(jobs, ons + ["success"] * (len(jobs) - len(ons)))
+            if job.strip()]
 
 
 def _header_rows(post):

@@ -6,6 +6,10 @@ from apps.accounts.encryption import EncryptedJSONField
 from apps.accounts.tenancy import tenant_manager
 from cronsvc.ids import uuid7
 
+# Headers whose values are credentials: stored encrypted (Job.secret_headers), never shown
+# back. A customer may mark any other header secret too.
+SECRET_HEADER_NAMES = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
+
 
 class Job(models.Model):
     """An HTTP request on a schedule, with its retry policy and its running state."""
@@ -14,6 +18,12 @@ class Job(models.Model):
         CRON = "cron", "Cron expression"
         INTERVAL = "interval", "Every N seconds"
         ONCE = "once", "Once"
+        # A job started only by its upstream jobs (workflows): it never has a next_run_at.
+        NONE = "none", "Only when its upstream jobs trigger it"
+
+    class DependencyMode(models.TextChoices):
+        ALL = "all", "When all upstream jobs reached their outcome"
+        ANY = "any", "When any upstream job reached its outcome"
 
     class Method(models.TextChoices):
         GET = "GET"
@@ -38,9 +48,12 @@ class Job(models.Model):
         FORBID = "forbid", "Skip while the previous run is still running"
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="jobs")
+    # No single-column indexes on project and organization: job_project_name and
+    # job_org_name lead with them.
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="jobs", db_index=False)
     # Denormalised from the project so tenant-wide queries and the scheduler need no join.
-    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="jobs")
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="jobs",
+                                     db_index=False)
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
@@ -57,6 +70,9 @@ class Job(models.Model):
     end_at = models.DateTimeField(null=True, blank=True)
     jitter_seconds = models.PositiveIntegerField(default=0)
 
+    # Workflows: how this job's upstream dependencies (JobDependency) combine.
+    dependency_mode = models.CharField(max_length=3, choices=DependencyMode.choices, default=DependencyMode.ALL)
+
     # Request
     url = models.URLField(max_length=2048)
     method = models.CharField(max_length=8, choices=Method.choices, default=Method.GET)
@@ -64,6 +80,10 @@ class Job(models.Model):
     body = models.TextField(blank=True)
     body_format = models.CharField(max_length=8, choices=BodyFormat.choices, default=BodyFormat.RAW)
     auth = EncryptedJSONField(null=True, blank=True, help_text="Basic or bearer credentials (encrypted).")
+    secret_headers = EncryptedJSONField(
+        null=True, blank=True,
+        help_text="Credential headers (Authorization, X-API-Key, Cookie, ... and those marked secret), encrypted; "
+                  "merged into headers when the request is sent.")
     timeout_seconds = models.PositiveIntegerField(default=30)
     follow_redirects = models.BooleanField(default=False)
     success_status_codes = models.CharField(max_length=200, default="200-299")
@@ -113,3 +133,37 @@ class Job(models.Model):
 
     def __str__(self):
         return self.name
+
+    def request_headers(self):
+        """Every header the request carries: the plain ones and the decrypted secret ones."""
+        return {**(self.headers or {}), **(self.secret_headers or {})}
+
+    def secret_header_names(self):
+        """Lower-cased names whose values must be masked wherever a request copy is shown."""
+        return SECRET_HEADER_NAMES | {name.lower() for name in (self.secret_headers or {})}
+
+
+class JobDependency(models.Model):
+    """``downstream`` runs after ``upstream`` reached ``on`` in the same workflow run."""
+
+    class On(models.TextChoices):
+        SUCCESS = "success", "After it succeeds"
+        FAILURE = "failure", "After it fails"
+        ANY = "any", "After it finishes (any outcome)"
+
+    id = models.BigAutoField(primary_key=True)
+    downstream = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="upstream_links")
+    upstream = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="downstream_links")
+    on = models.CharField(max_length=7, choices=On.choices, default=On.SUCCESS)
+
+    class Meta:
+        ordering = ["downstream", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["downstream", "upstream"], name="jobdependency_unique_pair"),
+            models.CheckConstraint(condition=~Q(downstream=models.F("upstream")), name="jobdependency_not_self"),
+        ]
+        # The outcome hook asks "has any of these jobs a downstream?" for every group.
+        indexes = [models.Index(fields=["upstream"], name="jobdependency_upstream")]
+
+    def __str__(self):
+        return f"{self.upstream_id} -> {self.downstream_id} on {self.on}"

@@ -25,6 +25,8 @@ def job_jitter(job):
 
 def next_occurrence(job, after):
     """The job's first occurrence strictly after ``after`` (no jitter), or None."""
+    if job.schedule_type == Job.ScheduleType.NONE:
+        return None  # started only by its upstream jobs
     return next_run(job_schedule(job), after, start_at=job.start_at, end_at=job.end_at)
 
 

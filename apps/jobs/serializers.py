@@ -22,7 +22,7 @@ from apps.projects.models import Project
 from cronsvc.schedules import ScheduleError, describe, parse_crontab, parse_schedule, schedule_to_dict
 
 from . import validation
-from .models import Job
+from .models import SECRET_HEADER_NAMES, Job, JobDependency
 from .scheduling import job_schedule
 from .services import pause_job, reschedule, resume_job
 
@@ -67,10 +67,18 @@ class OnceScheduleSerializer(serializers.Serializer):
     timezone = serializers.CharField(required=False, help_text="For display only.")
 
 
+class NoneScheduleSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["none"], help_text="No schedule: the job runs only when its "
+                                                                "upstream jobs (dependencies) trigger it.")
+    timezone = serializers.CharField(required=False, help_text="For display only.")
+
+
+NO_SCHEDULE_DESCRIPTION = "Runs when its upstream jobs trigger it"
+
 SCHEDULE_SCHEMA = PolymorphicProxySerializer(
     component_name="Schedule",
     serializers={"cron": CronScheduleSerializer, "interval": IntervalScheduleSerializer,
-                 "once": OnceScheduleSerializer},
+                 "once": OnceScheduleSerializer, "none": NoneScheduleSerializer},
     resource_type_field_name="type",
 )
 
@@ -86,6 +94,8 @@ class ScheduleField(serializers.Field):
     allow_anchor = False
 
     def to_representation(self, job):
+        if job.schedule_type == Job.ScheduleType.NONE:
+            return {"type": "none", "timezone": job.timezone}
         data = schedule_to_dict(job_schedule(job))
         data.pop("anchor", None)  # a job's interval counts from start_at or creation
         return data
@@ -95,11 +105,28 @@ class ScheduleField(serializers.Field):
             raise serializers.ValidationError({"anchor": [ErrorDetail(
                 "schedule.anchor: a job's interval counts from its start_at (or its creation); set start_at instead.",
                 code="invalid_schedule")]})
+        if isinstance(data, Mapping) and data.get("type") == "none" and not self.allow_anchor:
+            return no_schedule_fields(data)
         try:
             schedule = parse_schedule(data)
         except ScheduleError as exc:
             raise schedule_error(exc) from None
         return to_model_fields(schedule, timezone_given=data.get("timezone") is not None)
+
+
+def no_schedule_fields(data):
+    unknown = sorted(set(data) - {"type", "timezone"})
+    if unknown:
+        raise serializers.ValidationError({key: [ErrorDetail("Unknown field.", code="unknown_field")]
+                                           for key in unknown})
+    zone = data.get("timezone")
+    if zone is not None:  # the same check as the other schedules' timezones
+        try:
+            parse_schedule({"type": "interval", "seconds": 3600, "timezone": zone})
+        except ScheduleError as exc:
+            raise schedule_error(exc) from None
+    return {"schedule_type": "none", "cron_expression": "", "interval_seconds": None, "run_at": None,
+            "timezone": zone}
 
 
 def to_model_fields(schedule, *, timezone_given=True):
@@ -155,12 +182,45 @@ class AuthField(serializers.Field):
         return {key: data.get(key) for key in sorted(allowed)}
 
 
+class HeadersField(serializers.DictField):
+    """All the request's headers; secret ones (stored encrypted) read ``••••``. Sending
+    ``••••`` back keeps the stored value."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=8192),
+                         source="*", **kwargs)
+
+    def to_representation(self, job):
+        return {**(job.headers or {}), **{name: MASK for name in (job.secret_headers or {})}}
+
+    def to_internal_value(self, data):
+        return {"headers": super().to_internal_value(data)}
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string"}})
+class SecretHeaderNamesField(serializers.Field):
+    """Names of headers stored encrypted and masked, beyond the always-secret Authorization,
+    Proxy-Authorization, Cookie, X-API-Key and Api-Key. Omit to keep the current marks."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", **kwargs)
+
+    def to_representation(self, job):
+        return sorted(job.secret_headers or {})
+
+    def to_internal_value(self, data):
+        if not isinstance(data, list) or not all(isinstance(n, str) and 0 < len(n) <= 256 for n in data):
+            raise serializers.ValidationError("Give a list of header names.", code="invalid_header")
+        return {"_secret_marks": data}
+
+
 class RequestSpecSerializer(StrictSerializer):
     url = serializers.CharField(max_length=2048, help_text="http(s) URL; private addresses are refused.")
     method = serializers.ChoiceField(choices=Job.Method.choices, required=False, help_text="Default GET.")
-    headers = serializers.DictField(
-        child=serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=8192),
-        required=False, help_text="Custom headers; cronsvc's own (X-Cronsvc-*, webhook-*) are reserved.")
+    headers = HeadersField(
+        required=False, help_text="Custom headers; cronsvc's own (X-Cronsvc-*, webhook-*) are reserved. "
+                                  f"Secret ones read `{MASK}`; sending `{MASK}` back keeps the stored value.")
+    secret_headers = SecretHeaderNamesField(required=False)
     body = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=65536, required=False,
                                  help_text="May use {{ job.id }}, {{ execution.id }}, {{ scheduled_for }}, ...")
     body_format = serializers.ChoiceField(choices=Job.BodyFormat.choices, required=False, help_text="Default raw.")
@@ -203,6 +263,31 @@ class ProjectField(serializers.PrimaryKeyRelatedField):
         return actor.projects() if actor is not None else Project.objects.none()
 
 
+class DependencySerializer(StrictSerializer):
+    job = serializers.UUIDField(help_text="An upstream job of the same project.")
+    on = serializers.ChoiceField(choices=JobDependency.On.choices, default=JobDependency.On.SUCCESS,
+                                 help_text="Run after the upstream job succeeds, fails, or finishes (any).")
+
+
+class DependenciesField(serializers.ListField):
+    """The job's upstream links <-> [{"job": id, "on": ...}] (stored as JobDependency rows)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=DependencySerializer(), max_length=50, source="*", **kwargs)
+
+    def to_representation(self, job):
+        return [{"job": str(link.upstream_id), "on": link.on} for link in _links(job, "upstream_links")]
+
+    def to_internal_value(self, data):
+        return {"dependencies": super().to_internal_value(data)}
+
+
+class DependentSerializer(serializers.Serializer):
+    job = serializers.UUIDField()
+    name = serializers.CharField()
+    on = serializers.CharField()
+
+
 class JobSerializer(StrictModelSerializer):
     project = ProjectField(queryset=Project.objects.none())
     tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=50, required=False)
@@ -213,6 +298,11 @@ class JobSerializer(StrictModelSerializer):
     region = serializers.CharField(max_length=40, allow_blank=True, required=False,
                                    help_text="One of the operator's regions, or empty for any.")
     description_human = serializers.SerializerMethodField()
+    dependencies = DependenciesField(
+        required=False, help_text="Upstream jobs this job runs after (workflows), at most 50; omit to keep, "
+                                  "[] to remove all. Refused with `dependency_cycle` when they close a cycle.")
+    dependents = serializers.SerializerMethodField(
+        help_text="Jobs that run after this one: pausing or deleting this job stops them too.")
 
     class Meta:
         model = Job
@@ -221,6 +311,7 @@ class JobSerializer(StrictModelSerializer):
             "jitter_seconds", "request", "retry", "success", "misfire_policy", "misfire_grace_seconds",
             "overlap_policy", "region", "next_run_at", "last_run_at", "last_status", "consecutive_failures",
             "paused_reason", "disabled_reason", "expired_at", "description_human", "created_at", "updated_at",
+            "dependencies", "dependency_mode", "dependents",
         ]
         read_only_fields = [
             "id", "next_run_at", "last_run_at", "last_status", "consecutive_failures", "paused_reason",
@@ -233,7 +324,14 @@ class JobSerializer(StrictModelSerializer):
         }
 
     def get_description_human(self, job) -> str:
+        if job.schedule_type == Job.ScheduleType.NONE:
+            return NO_SCHEDULE_DESCRIPTION
         return describe(job_schedule(job))
+
+    @extend_schema_field(DependentSerializer(many=True))
+    def get_dependents(self, job):
+        return [{"job": link.downstream_id, "name": link.downstream.name, "on": link.on}
+                for link in _links(job, "downstream_links")]
 
     # -- validation
 
@@ -247,7 +345,10 @@ class JobSerializer(StrictModelSerializer):
             attrs["timezone"] = project.timezone
         if "auth" in attrs:
             attrs["auth"] = self._keep_masked_secrets(attrs["auth"])
+        self._split_secret_headers(attrs)
+        self._links = self._resolve_dependencies(attrs.pop("dependencies", None))
         job = self._candidate(attrs)
+        self._check_dependencies(job, lock=False)
         try:
             validation.validate_job(job, plan=self.context["actor"].organization.plan, now=self.now,
                                     changed=self._changed(attrs))
@@ -257,6 +358,49 @@ class JobSerializer(StrictModelSerializer):
         except validation.PlanLimit as exc:
             raise plan_limit_error(exc) from None
         return attrs
+
+    def _resolve_dependencies(self, given):
+        """[(upstream Job, on)] for the given list, or None to keep the stored links."""
+        if given is None:
+            return None
+        ids = [item["job"] for item in given]
+        jobs = {job.pk: job for job in Job.objects.for_organization(self.context["actor"].organization)
+                .filter(pk__in=ids)}
+        errors = {}
+        for index, job_id in enumerate(ids):
+            if job_id not in jobs:
+                errors[f"dependencies.{index}.job"] = [ErrorDetail(
+                    f"dependencies.{index}.job: no job {job_id} in your organization.", code="does_not_exist")]
+            elif ids.index(job_id) != index:
+                errors[f"dependencies.{index}.job"] = [ErrorDetail(
+                    f"dependencies.{index}.job: {jobs[job_id].name} is listed twice.", code="duplicate_dependency")]
+        if errors:
+            raise serializers.ValidationError(errors)
+        # a PATCH leaves the nested default unapplied
+        return [(jobs[item["job"]], item.get("on", JobDependency.On.SUCCESS)) for item in given]
+
+    def _check_dependencies(self, job, *, lock=True):
+        """In validate (so forms show the problem), and again when saving with the project
+        row locked: two concurrent saves cannot close a cycle between them."""
+        if lock:
+            Project.objects.select_for_update().filter(pk=job.project_id).first()
+        links = self._links
+        if links is None:
+            links = [(link.upstream, link.on) for link in job.upstream_links.select_related("upstream")] \
+                if self.instance else []
+        try:
+            validation.check_dependencies(job, links)
+        except validation.JobInvalid as exc:
+            raise serializers.ValidationError(
+                {p.field: [ErrorDetail(p.message, code=p.code)] for p in exc.problems}) from None
+
+    def _save_dependencies(self, job):
+        if self._links is None:
+            return
+        JobDependency.objects.filter(downstream=job).delete()
+        JobDependency.objects.bulk_create(
+            [JobDependency(downstream=job, upstream=upstream, on=on) for upstream, on in self._links])
+        job._prefetched_objects_cache = {}  # the representation reads the new links
 
     def _keep_masked_secrets(self, auth):
         """``••••`` stands for the stored secret of the same auth type."""
@@ -271,10 +415,34 @@ class JobSerializer(StrictModelSerializer):
                 auth[key] = stored[key]
         return auth
 
+    def _split_secret_headers(self, attrs):
+        """Credential headers (and those marked secret) go to the encrypted ``secret_headers``;
+        ``••••`` stands for the stored value of the same header."""
+        marks = attrs.pop("_secret_marks", None)
+        stored = (self.instance.secret_headers if self.instance else None) or {}
+        if "headers" not in attrs:
+            if marks is None:
+                return
+            attrs["headers"] = self.instance.request_headers() if self.instance else {}
+        marked = SECRET_HEADER_NAMES | {name.lower() for name in (stored if marks is None else marks)}
+        stored_by_name = {name.lower(): value for name, value in stored.items()}
+        plain, secret = {}, {}
+        for name, value in attrs["headers"].items():
+            kept = value == MASK
+            if kept:
+                if name.lower() not in stored_by_name:
+                    raise serializers.ValidationError({f"request.headers.{name}": [ErrorDetail(
+                        f"Give the value; '{MASK}' only stands for a stored secret header.",
+                        code="invalid_header")]})
+                value = stored_by_name[name.lower()]
+            (secret if kept or name.lower() in marked else plain)[name] = value
+        attrs["headers"], attrs["secret_headers"] = plain, secret or None
+
     def _candidate(self, attrs):
         job = copy.copy(self.instance) if self.instance else Job()
         for name, value in attrs.items():
             setattr(job, name, value)
+        job.headers = job.request_headers()  # validated together, stored apart
         job.organization_id = job.project.organization_id
         return job
 
@@ -296,7 +464,10 @@ class JobSerializer(StrictModelSerializer):
                 raise plan_limit_error(exc) from None
             job = Job(**validated_data, organization=organization)
             reschedule(job, now=self.now)
+            _not_expired_without_schedule(job)
+            self._check_dependencies(job)
             job.save()
+            self._save_dependencies(job)
         return job
 
     def update(self, job, validated_data):
@@ -307,13 +478,29 @@ class JobSerializer(StrictModelSerializer):
         job.organization_id = job.project.organization_id
         if changed & (validation.SCHEDULE_FIELDS | {"jitter_seconds"}):
             reschedule(job, now=self.now)
+            _not_expired_without_schedule(job)
         with transaction.atomic():
+            self._check_dependencies(job)
             job.save()
+            self._save_dependencies(job)
             if enabled and not job.enabled:
                 resume_job(job, now=self.now)
             elif job.enabled and not enabled:
                 pause_job(job)
         return job
+
+
+def _links(job, name):
+    """The job's upstream or downstream links (prefetched by the API's queryset)."""
+    if job.pk is None or job._state.adding:
+        return []
+    return list(getattr(job, name).select_related("downstream").order_by("id")) \
+        if name not in getattr(job, "_prefetched_objects_cache", {}) else list(getattr(job, name).all())
+
+
+def _not_expired_without_schedule(job):
+    if job.schedule_type == Job.ScheduleType.NONE:
+        job.expired_at = None  # no next run is normal for a job its upstreams start
 
 
 # --- schedule preview, next runs, crontab import -------------------------------------

@@ -21,6 +21,8 @@ from datetime import datetime, timezone
 from django.conf import settings
 from django.db.models import Min
 
+from apps.billing import limits
+from apps.billing.limits import PlanLimit  # noqa: F401 (the API and pages catch it from here)
 from apps.billing.models import Plan
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.guard import AddressPolicy, ForbiddenTarget, check_url_at_save, parse_networks, parse_ports
@@ -65,12 +67,6 @@ class JobInvalid(Exception):
         self.problems = problems
 
 
-class PlanLimit(Exception):
-    def __init__(self, *, limit, field, message, plan=None, reason=None):
-        super().__init__(message)
-        self.limit, self.field, self.message, self.plan, self.reason = limit, field, message, plan, reason
-
-
 def validate_job(job, *, plan, now, changed=ALL_FIELDS):
     """Raise JobInvalid or PlanLimit for ``job`` (its ``changed`` model fields)."""
     problems = []
@@ -99,13 +95,7 @@ def instant_problems(**instants):
 def check_job_quota(organization, plan, adding=1):
     """PlanLimit when ``adding`` more jobs would exceed the plan's max_jobs. Call it with
     the organization row locked (select_for_update) so concurrent creates cannot overshoot."""
-    count = Job.objects.for_organization(organization).count()
-    if count + adding > plan.max_jobs:
-        raise PlanLimit(
-            limit="max_jobs", field=None, plan=_cheapest_plan(lambda p: p.max_jobs >= count + adding),
-            message=f"Your plan ({plan.name}) allows {plan.max_jobs} jobs and you have {count}; "
-                    "delete some or upgrade the plan.",
-        )
+    limits.check_job_count(plan, Job.objects.for_organization(organization).count(), adding)
 
 
 def outbound_policy():
@@ -137,6 +127,8 @@ def platform_min_interval():
 
 
 def _schedule_problems(job, now):
+    if job.schedule_type == Job.ScheduleType.NONE:
+        return []  # started by its upstream jobs; check_dependencies insists on one
     out_of_range = instant_problems(**{"schedule.at": job.run_at, "start_at": job.start_at, "end_at": job.end_at})
     if out_of_range:
         return out_of_range
@@ -190,38 +182,105 @@ def _from_delivery(exc, prefix, paths):
     return Problem(exc.code, field, f"{field}: {exc.message}")
 
 
+# --- dependencies (workflows)
+
+
+def check_dependencies(job, links):
+    """JobInvalid unless ``links`` ([(upstream Job, on)], the job's whole new list) stay in
+    the job's project and close no cycle. Call it with the project row locked, so two
+    concurrent saves cannot close a cycle between them."""
+    problems = [Problem("cross_project_dependency", f"dependencies.{index}.job",
+                        f"dependencies.{index}.job: {upstream.name} is in another project; a job can only "
+                        "depend on jobs of its own project.")
+                for index, (upstream, _) in enumerate(links) if upstream.project_id != job.project_id]
+    if not problems and job.pk is not None:
+        cycle = _cycle(job, {upstream.pk for upstream, _ in links})
+        if cycle:
+            problems.append(Problem("dependency_cycle", "dependencies",
+                                    f"dependencies: {' → '.join(cycle)} would be a cycle; remove one of "
+                                    "these dependencies."))
+    if not problems and not links and job.schedule_type == Job.ScheduleType.NONE:
+        problems.append(Problem("no_schedule", "schedule",
+                                'schedule: a job with schedule {"type": "none"} runs only after its upstream '
+                                "jobs; give it a dependency or a schedule."))
+    if problems:
+        raise JobInvalid(problems)
+
+
+def _cycle(job, upstream_ids):
+    """Names along job -> ... -> an upstream -> job, if the new upstreams close a cycle."""
+    from .models import JobDependency
+
+    edges = {}
+    for upstream, downstream in JobDependency.objects.filter(downstream__project_id=job.project_id) \
+            .exclude(downstream_id=job.pk).values_list("upstream_id", "downstream_id"):
+        edges.setdefault(upstream, []).append(downstream)
+    path = find_path(job.pk, upstream_ids, edges)
+    if path is None:
+        return None
+    names = dict(Job.objects.filter(id__in=path).values_list("id", "name"))
+    return [names[node] for node in path] + [job.name]
+
+
+def find_path(start, targets, edges):
+    """A path ``start`` -> ... -> t for some t in ``targets`` along ``edges`` {node: [next]}."""
+    parents, stack = {start: None}, [start]
+    while stack:
+        node = stack.pop()
+        if node in targets:
+            path = []
+            while node is not None:
+                path.append(node)
+                node = parents[node]
+            return path[::-1]
+        for following in edges.get(node, ()):
+            if following not in parents:
+                parents[following] = node
+                stack.append(following)
+    return None
+
+
 # --- plan limits
 
 
 def _check_plan(job, plan, now, changed):
+    """The plan's limits, from apps.billing.limits (every limit is enforced there)."""
     if changed & SCHEDULE_FIELDS:
-        _check_frequency(job, plan, now)
-    if changed & REQUEST_FIELDS and job.timeout_seconds > plan.max_timeout_seconds:
-        raise PlanLimit(
-            limit="max_timeout_seconds", field="request.timeout_seconds",
-            plan=_cheapest_plan(lambda p: p.max_timeout_seconds >= job.timeout_seconds),
-            message=f"request.timeout_seconds: your plan ({plan.name}) allows at most "
-                    f"{plan.max_timeout_seconds} seconds.",
-        )
-    if changed & RETRY_FIELDS and job.max_attempts > plan.max_attempts:
-        raise PlanLimit(
-            limit="max_attempts", field="retry.max_attempts",
-            plan=_cheapest_plan(lambda p: p.max_attempts >= job.max_attempts),
-            message=f"retry.max_attempts: your plan ({plan.name}) allows at most {plan.max_attempts} attempts.",
-        )
+        limits.check_frequency(plan, too_frequent(job, now))
+    if changed & REQUEST_FIELDS:
+        limits.check_timeout(plan, job.timeout_seconds)
+    if changed & RETRY_FIELDS:
+        limits.check_attempts(plan, job.max_attempts)
 
 
-def _check_frequency(job, plan, now):
-    error = _frequency_error(job, plan.min_interval_seconds, now)
-    if error is None:
-        return
-    raise PlanLimit(
-        limit="min_interval_seconds", field=error.field, reason="interval_too_short", message=error.message,
-        plan=_cheapest_plan(lambda p: _frequency_error(job, p.min_interval_seconds, now) is None),
-    )
+def plan_violations(job, plan, now):
+    """Every plan limit ``job`` breaks on ``plan`` (a downgrade pauses such jobs)."""
+    def frequency(min_interval_seconds):
+        try:
+            return _frequency_error(job, min_interval_seconds, now)
+        except ScheduleError:  # e.g. a finished one-off job: no frequency to judge
+            return None
+
+    return limits.job_violations(plan, timeout_seconds=job.timeout_seconds, max_attempts=job.max_attempts,
+                                 too_frequent=frequency)
+
+
+def check_resumable(job, plan, now):
+    """PlanLimit (the first limit broken) when resuming ``job`` would run it beyond ``plan``
+    (e.g. a job a downgrade paused, resumed before an upgrade or an edit)."""
+    violations = plan_violations(job, plan, now)
+    if violations:
+        raise violations[0]
+
+
+def too_frequent(job, now):
+    """``min_interval_seconds -> ScheduleError or None`` for ``job``'s schedule."""
+    return lambda min_interval_seconds: _frequency_error(job, min_interval_seconds, now)
 
 
 def _frequency_error(job, min_interval_seconds, now):
+    if job.schedule_type == Job.ScheduleType.NONE:
+        return None  # no schedule: it runs as often as its upstream jobs do
     try:
         validate_schedule(job_schedule(job), now=now, min_interval_seconds=min_interval_seconds,
                           start_at=job.start_at, end_at=job.end_at)
@@ -229,12 +288,4 @@ def _frequency_error(job, min_interval_seconds, now):
         if exc.code == "interval_too_short":
             return exc
         raise
-    return None
-
-
-def _cheapest_plan(allows):
-    """Code of the cheapest plan for which ``allows(plan)`` holds, or None."""
-    for candidate in Plan.objects.order_by("monthly_price_cents", "code"):
-        if allows(candidate):
-            return candidate.code
     return None

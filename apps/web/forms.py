@@ -56,7 +56,11 @@ class RateLimitedAuthenticationForm(AuthenticationForm):
         ip = client_ip(self.request) if self.request else None
         limits = [("login-ip", ip or "unknown", settings.LOGIN_FAILURES_PER_IP)]
         if email:
-            limits.append(("login-account", email, settings.LOGIN_FAILURES_PER_ACCOUNT))
+            # The strict count is per account *and* address, so an attacker elsewhere cannot
+            # lock the owner out; the looser per-account count (any address) bounds a
+            # distributed guesser. Both end with their window: no lockout lasts for ever.
+            limits.append(("login-account", f"{email}|{ip or 'unknown'}", settings.LOGIN_FAILURES_PER_ACCOUNT))
+            limits.append(("login-account-any", email, settings.LOGIN_FAILURES_PER_ACCOUNT_ANY_IP))
         for name, ident, limit in limits:
             failures, seconds_left = ratelimit.count(name, ident, window=window)
             if failures >= limit:

@@ -1,9 +1,5 @@
-"""A job's health as the dashboard shows it, and the same rule as a database filter.
-
-One status per job, the first that applies: expired (its schedule has no run left),
-disabled (turned off automatically after failures), paused (turned off by someone),
-failing (its last run or runs failed), healthy.
-"""
+"""The dashboard's job list: health (the rule lives in apps.jobs.health, shared with the
+API and badges), the last run's duration and the 24-hour success strips."""
 
 from datetime import timedelta
 
@@ -11,29 +7,9 @@ from django.db.models import Count, Max, OuterRef, Q, Subquery
 from django.db.models.functions import TruncHour
 
 from apps.executions.models import Execution
+from apps.jobs.health import STATUSES, health_filter, job_health  # noqa: F401
 
-STATUSES = ("healthy", "failing", "paused", "disabled", "expired")
 FAILED = (Execution.Status.FAILED, Execution.Status.TIMED_OUT, Execution.Status.DEAD)
-
-_Q = {
-    "expired": Q(expired_at__isnull=False),
-    "disabled": Q(expired_at__isnull=True, enabled=False) & ~Q(disabled_reason=""),
-    "paused": Q(expired_at__isnull=True, enabled=False, disabled_reason=""),
-    "failing": Q(expired_at__isnull=True, enabled=True, consecutive_failures__gt=0),
-    "healthy": Q(expired_at__isnull=True, enabled=True, consecutive_failures=0),
-}
-
-
-def job_health(job):
-    if job.expired_at is not None:
-        return "expired"
-    if not job.enabled:
-        return "disabled" if job.disabled_reason else "paused"
-    return "failing" if job.consecutive_failures else "healthy"
-
-
-def health_filter(status):
-    return _Q[status]
 
 
 def with_last_duration(jobs):

@@ -2,6 +2,10 @@
 
 from django.urls import path
 
+from apps.billing import views as billing_views
+from apps.notifications import views as notification_views
+from apps.workflows import views as workflow_views
+
 from .views import auth, jobs, operations
 from .views import settings as settings_views
 
@@ -33,6 +37,7 @@ urlpatterns = [
     path("jobs/<uuid:pk>/duplicate/", jobs.job_duplicate, name="job_duplicate"),
     path("jobs/<uuid:pk>/delete/", jobs.job_delete, name="job_delete"),
     path("executions/<uuid:pk>/", jobs.execution_detail, name="execution_detail"),
+    path("workflow-runs/<uuid:pk>/", workflow_views.workflow_run, name="workflow_run"),
     path("dead-letter/", operations.dead_letter, name="dead_letter"),
     path("dead-letter/replay/", operations.dead_letter_replay, name="dead_letter_replay"),
     path("import/", operations.crontab_import, name="crontab_import"),
@@ -51,5 +56,16 @@ urlpatterns = [
     path("settings/api-keys/new/", settings_views.api_key_create, name="api_key_create"),
     path("settings/api-keys/<uuid:pk>/revoke/", settings_views.api_key_revoke, name="api_key_revoke"),
     path("settings/plan/", settings_views.plan, name="plan"),
+    path("settings/statements/<int:pk>/", billing_views.statement, name="statement"),
     path("organization/switch/", settings_views.switch_organization, name="switch_organization"),
+    # notifications (apps.notifications)
+    path("notifications/", notification_views.index, name="notifications"),
+    path("notifications/log/", notification_views.log, name="notification_log"),
+    path("notifications/projects/<uuid:project_pk>/channels/new/", notification_views.channel_create,
+         name="channel_create"),
+    path("notifications/projects/<uuid:project_pk>/rule/", notification_views.project_rule, name="project_rule"),
+    path("notifications/channels/<uuid:pk>/", notification_views.channel_edit, name="channel_edit"),
+    path("notifications/channels/<uuid:pk>/delete/", notification_views.channel_delete, name="channel_delete"),
+    path("notifications/channels/<uuid:pk>/test/", notification_views.channel_test, name="channel_test"),
+    path("jobs/<uuid:pk>/notification-rule/", notification_views.job_rule, name="job_rule"),
 ]

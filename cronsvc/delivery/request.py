@@ -58,10 +58,11 @@ _BASIC_CREDENTIAL = re.compile(r"[^\x00-\x1f\x7f]*")  # base64-encoded: any text
 class RequestSpec:
     url: str
     method: str = "GET"
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: str = ""
+    # repr=False: credentials must not reach logs or Sentry's frame variables via repr().
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    body: str = field(default="", repr=False)
     body_format: str = "raw"  # raw | json | form
-    auth: Mapping[str, str] | None = None  # {"type": "basic", ...} | {"type": "bearer", ...}
+    auth: Mapping[str, str] | None = field(default=None, repr=False)  # {"type": "basic"|"bearer", ...}
     connect_timeout: float = 5.0
     timeout: float = 30.0  # total, connect through last body byte
     follow_redirects: bool = False
@@ -74,8 +75,8 @@ class PreparedDelivery:
 
     method: str
     url: str
-    headers: Mapping[str, str]
-    body: bytes
+    headers: Mapping[str, str] = field(repr=False)  # credentials, signatures: not in repr()
+    body: bytes = field(repr=False)
     connect_timeout: float
     timeout: float
     follow_redirects: bool

@@ -105,4 +105,12 @@
 
   document.addEventListener("DOMContentLoaded", function () { init(document); });
   document.addEventListener("htmx:afterSettle", function (event) { init(event.target); });
+  // The history list refreshes itself, but not while someone reads an opened run or uses the
+  // filters (an htmx trigger filter would need eval, which the Content-Security-Policy forbids).
+  document.addEventListener("htmx:confirm", function (event) {
+    if (event.detail.elt.id === "history-list" &&
+        document.querySelector("#history-list details[open], #history-status:focus")) {
+      event.preventDefault();
+    }
+  });
 })();

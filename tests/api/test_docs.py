@@ -11,6 +11,13 @@ PATHS = {
     "/api/v1/executions/{id}/replay/", "/api/v1/dead-letter/", "/api/v1/dead-letter/{id}/",
     "/api/v1/dead-letter/replay/", "/api/v1/api-keys/", "/api/v1/api-keys/{id}/", "/api/v1/api-keys/{id}/revoke/",
     "/api/v1/members/", "/api/v1/members/{id}/", "/api/v1/audit-events/", "/api/v1/audit-events/{id}/",
+    "/api/v1/organization/exports/", "/api/v1/organization/exports/{id}/",
+    "/api/v1/organization/exports/{id}/download/", "/api/v1/organization/deletion/",
+    "/api/v1/jobs/{id}/stats/", "/api/v1/jobs/{id}/badge/", "/api/v1/jobs/{id}/notification-rule/",
+    "/api/v1/projects/{id}/notification-rule/", "/api/v1/stats/", "/api/v1/usage/",
+    "/api/v1/badges/", "/api/v1/badges/{id}/", "/api/v1/channels/", "/api/v1/channels/{id}/",
+    "/api/v1/channels/{id}/test/", "/api/v1/event-subscriptions/", "/api/v1/event-subscriptions/{id}/",
+    "/api/v1/notifications/", "/api/v1/notifications/{id}/", "/api/v1/workflow-runs/{id}/",
 }
 
 

@@ -73,3 +73,28 @@ def wait_for(predicate, timeout, interval=0.1, message="condition"):
             return
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+def procfile_command(name):
+    """A process type's command line from the Procfile, as honcho or Heroku would run it."""
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        key, sep, command = line.partition(":")
+        if sep and key.strip() == name:
+            return command.strip()
+    raise KeyError(name)
+
+
+def start_procfile_process(tmp_path, name, log_name=None, **env):
+    """Run a Procfile process type through the shell (``exec``: signals reach it directly)."""
+    args = ["sh", "-c", f"exec {procfile_command(name)}"]
+    environment = process_env(**env)
+    environment["PATH"] = f"{Path(sys.executable).parent}:{environment.get('PATH', '')}"
+    return Process(args, environment, tmp_path / f"{log_name or name}.log")
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -1,11 +1,8 @@
 """Settings: projects, members and roles, API keys, signing secrets, plan and usage, switcher."""
 
-from datetime import timedelta
-
 from django.utils import timezone
 
 from apps.accounts.models import ApiKey, AuditEvent, Membership, User
-from apps.executions.models import Execution
 from apps.projects.models import Project
 
 
@@ -131,12 +128,11 @@ def test_api_key_validation_and_tenancy(tenant, other_tenant, owner):
 
 
 def test_plan_and_usage(tenant, owner, make_job):
-    job = make_job(tenant)
-    now = timezone.now()
-    for i in range(3):
-        Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=now - timedelta(seconds=i))
-    Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=now - timedelta(seconds=9),
-                             status="skipped")
+    from apps.billing.models import UsageMonth
+
+    make_job(tenant)
+    # usage is the meter (apps.billing), counted as attempts are recorded
+    UsageMonth.objects.create(organization=tenant.organization, month=timezone.now().date().replace(day=1), runs=3)
     page = html(owner.get("/settings/plan/"))
     assert "<strong>3</strong> of 500000" in page and "<strong>1</strong> of 100" in page
     assert "once every 1 minute" in page

@@ -16,6 +16,7 @@ from django.utils.http import urlsafe_base64_decode, urlsafe_base64_encode
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
+from apps.accounts import otp_views
 from apps.accounts.models import Membership, User
 from apps.accounts.services import record_audit
 from apps.billing.plans import DEFAULT_PLAN_CODE
@@ -57,6 +58,12 @@ class LoginView(auth_views.LoginView):
         response = super().form_invalid(form)
         response.status_code = 429 if getattr(form, "rate_limited", False) else 400
         return response
+
+    def form_valid(self, form):
+        user = form.get_user()
+        if otp_views.has_two_factor(user):  # the password was right; a code comes next
+            return otp_views.start_second_step(self.request, user, self.get_redirect_url())
+        return super().form_valid(form)
 
 
 class LogoutView(auth_views.LogoutView):

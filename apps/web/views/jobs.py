@@ -30,9 +30,9 @@ from apps.executions.serializers import without_secrets
 from apps.executions.triggers import trigger_now
 from apps.jobs import forms as job_forms
 from apps.jobs.api import JobFilter, runs_payload, validate_preview
-from apps.jobs.models import Job
+from apps.jobs.models import Job, JobDependency
 from apps.jobs.scheduling import job_schedule
-from apps.jobs.serializers import JobSerializer, SchedulePreviewSerializer
+from apps.jobs.serializers import NO_SCHEDULE_DESCRIPTION, JobSerializer, SchedulePreviewSerializer
 from apps.jobs.services import pause_job, resume_job
 from apps.billing.models import Plan
 from cronsvc.delivery.client import deliver
@@ -42,6 +42,9 @@ from cronsvc.delivery.request import prepare, standard_variables
 from cronsvc.ids import uuid7
 from cronsvc.schedules import ScheduleError, describe, next_runs, validate_schedule
 from cronsvc.schedules.describe import format_duration
+
+from apps.badges.api import badge_url
+from apps.badges.models import Badge
 
 from .. import health, ratelimit, stats
 from ..access import Role, member_view, require_role
@@ -143,6 +146,8 @@ def _form_context(request, values, errors, job=None):
         "misfire_policies": Job.MisfirePolicy.choices, "overlap_policies": Job.OverlapPolicy.choices,
         "regions": settings.REGIONS, "plan": plan,
         "plan_min_interval": format_duration(plan.min_interval_seconds),
+        "upstream_choices": scoped_jobs(actor).exclude(pk=getattr(job, "pk", None)).order_by("project__name", "name"),
+        "dependency_ons": JobDependency.On.choices, "dependency_modes": Job.DependencyMode.choices,
         "error_count": sum(len(m) for m in errors.values()),
     }
 
@@ -193,6 +198,9 @@ def schedule_preview(request):
     """The next 5 runs of the schedule being typed, with clock changes marked (htmx)."""
     project = request.actor.projects().filter(pk=_uuid_or_none(request.POST.get("project"))).first()
     schedule = job_forms.schedule_data(request.POST)
+    if schedule["type"] == "none":
+        return render(request, "web/jobs/_preview.html", {"errors": {}, "runs": [], "no_schedule": True,
+                                                          "description": NO_SCHEDULE_DESCRIPTION})
     if schedule.get("timezone") is None:
         schedule["timezone"] = project.timezone if project else "UTC"
     zone = schedule["timezone"]
@@ -316,19 +324,31 @@ def send_test_request(job):
 def job_detail(request, pk):
     job = get_job(request, pk)
     now = timezone.now()
-    schedule = job_schedule(job)
-    upcoming = next_runs(schedule, now, 5, start_at=job.start_at, end_at=job.end_at)
+    if job.schedule_type == Job.ScheduleType.NONE:  # started by its upstream jobs only
+        schedule_text, upcoming = NO_SCHEDULE_DESCRIPTION, []
+    else:
+        schedule = job_schedule(job)
+        schedule_text = describe(schedule)
+        upcoming = next_runs(schedule, now, 5, start_at=job.start_at, end_at=job.end_at)
     job.health = health.job_health(job)
     context = {
-        "job": job, "schedule_text": describe(schedule), "now": now,
+        "job": job, "schedule_text": schedule_text, "now": now,
+        "upstream_links": job.upstream_links.select_related("upstream").order_by("upstream__name"),
+        "downstream_links": job.downstream_links.select_related("downstream").order_by("downstream__name"),
         "next_runs": mark_clock_changes(upcoming, job.timezone, now),
         "api": JobSerializer(job, context=serializer_context(request)).data,
         "can_edit": request.actor.has_role(Role.DEVELOPER),
         "ranges": list(stats.RANGES),
+        **_badge_context(job),
         **_history_context(request, job),
         **_stats_context(job, request.GET.get("range", "24h"), now),
     }
     return render(request, "web/jobs/detail.html", context)
+
+
+def _badge_context(job):
+    badge = Badge.objects.filter(job=job).first()
+    return {"badge": badge, "badge_url": badge_url(badge) if badge else None}
 
 
 def _history_context(request, job):
@@ -430,7 +450,7 @@ def job_duplicate(request, pk):
         data.pop(name, None)
     data["name"] = f"{job.name} (copy)"[:200]
     data["enabled"] = False
-    data["request"] = {**data["request"], "auth": job.auth}
+    data["request"] = {**data["request"], "auth": job.auth, "headers": job.request_headers()}
     if not settings.REGIONS:
         data.pop("region", None)
     serializer = JobSerializer(data=data, context=serializer_context(request))

@@ -9,13 +9,13 @@ touch the owner role.
 
 import time
 import uuid
-from datetime import datetime, timezone as dt_timezone
 
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -25,9 +25,10 @@ from apps.accounts.api.audit import audit, client_ip
 from apps.accounts.api.errors import Conflict, flatten
 from apps.accounts.api.serializers import ApiKeySerializer, MemberInviteSerializer, MemberSerializer
 from apps.accounts.api.throttling import count_hit
-from apps.accounts.models import ApiKey, Membership
+from apps.accounts import gdpr, otp_views
+from apps.accounts.models import ApiKey, DataExport, Membership
 from apps.accounts.services import revoke_api_key
-from apps.executions.models import Execution
+from apps.billing.views import usage_context
 from apps.jobs.models import Job
 from apps.jobs.forms import local_instant
 from apps.projects.api import ProjectSerializer
@@ -332,21 +333,15 @@ def api_key_revoke(request, pk):
 # --- plan and usage
 
 
-def month_start(now):
-    return datetime(now.year, now.month, 1, tzinfo=dt_timezone.utc)
-
-
 @member_view
 def plan(request):
     organization = request.actor.organization
     plan = organization.plan
-    now = timezone.now()
-    used = (Execution.objects.for_organization(organization)
-            .filter(created_at__gte=month_start(now)).exclude(status=Execution.Status.SKIPPED).count())
     jobs = Job.objects.for_organization(organization).count()
+    # Usage comes from the meter (apps.billing), not from counting executions: it counts
+    # every attempt, survives the retention purge and costs one row read.
     return render(request, "web/settings/plan.html", {
-        "plan": plan, "used": used, "jobs": jobs, "month": month_start(now),
-        "used_percent": min(100, round(100 * used / plan.monthly_executions)) if plan.monthly_executions else 0,
+        "plan": plan, "jobs": jobs, **usage_context(request),
         "jobs_percent": min(100, round(100 * jobs / plan.max_jobs)) if plan.max_jobs else 0,
         "min_interval": format_duration(plan.min_interval_seconds),
     })
@@ -369,3 +364,50 @@ def switch_organization(request):
         request.session[SESSION_KEY] = str(membership.organization_id)
         messages.success(request, f"Now working in {membership.organization.name}.")
     return redirect("web:dashboard")
+
+
+# --- data and security (two-factor, export, deletion)
+
+
+@member_view
+def data_and_security(request):
+    organization = request.actor.organization
+    is_owner = request.actor.role == Role.OWNER
+    exports = DataExport.objects.for_organization(organization).defer("archive")[:5] if is_owner else []
+    context = {"organization": organization, "is_owner": is_owner, "exports": exports,
+               "two_factor": otp_views.has_two_factor(request.user),
+               "grace_days": settings.ORG_DELETION_GRACE_DAYS}
+    return render(request, "web/settings/data.html", context)
+
+
+@member_view(role=Role.OWNER)
+@require_POST
+def data_export(request):
+    gdpr.request_export(request.actor.organization, user=request.user)
+    messages.success(request, "Your export is being prepared; it appears below when ready.")
+    return redirect("data_settings")
+
+
+@member_view(role=Role.OWNER)
+def data_export_download(request, pk):
+    export = get_object_or_404(DataExport.objects.for_organization(request.actor.organization),
+                               pk=pk, status=DataExport.Status.READY)
+    response = HttpResponse(bytes(export.archive), content_type="application/gzip")
+    response["Content-Disposition"] = f'attachment; filename="cronsvc-export-{export.pk}.json.gz"'
+    return response
+
+
+@member_view(role=Role.OWNER)
+@require_POST
+def organization_delete(request):
+    organization = request.actor.organization
+    if request.POST.get("action") == "cancel":
+        gdpr.cancel_deletion(organization, user=request.user)
+        messages.success(request, "Deletion cancelled. Your jobs stay paused until you resume them.")
+    elif request.POST.get("confirm", "").strip() == organization.name:
+        gdpr.request_deletion(organization, user=request.user, now=timezone.now())
+        messages.success(request, f"Every job is stopped; the data will be erased after "
+                                  f"{settings.ORG_DELETION_GRACE_DAYS} days unless you cancel.")
+    else:
+        messages.error(request, "Type the organization's name to confirm.")
+    return redirect("data_settings")

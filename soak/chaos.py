@@ -1,0 +1,131 @@
+"""The seeded chaos plan and the driver that carries it out (and logs every step)."""
+
+import random
+import signal
+import time
+from dataclasses import dataclass, field
+
+#: PostgreSQL aborts a claim transaction idle this long (apps/executions/scheduler.py):
+#: a scheduler paused longer than that must find its claim gone, not act on it.
+CLAIM_IDLE_SECONDS = 10.0
+
+
+@dataclass(order=True)
+class Event:
+    at: float  # seconds after the soak's start
+    action: str = field(compare=False)  # kill, restart, stop, cont, redis, postgres
+    target: str = field(default="", compare=False)
+
+
+def plan(seed, duration, schedulers, workers):
+    """The timeline: a kill of a random scheduler or worker every 20–60 s (the first two a
+    worker and a scheduler, so a short soak has one of each), each restarted 2–5 s later;
+    one Redis restart, one SIGSTOP of a scheduler for longer than a claim may sit idle, one
+    PostgreSQL restart. A short soak scales the gaps down."""
+    rng = random.Random(seed)
+    warmup = min(30.0, 0.12 * duration)
+    gap = (20.0, 60.0) if duration >= 300 else (duration / 8, duration / 4)
+    victims = [f"scheduler{n}" for n in range(1, schedulers + 1)] + [f"worker{n}" for n in range(1, workers + 1)]
+    firsts = [rng.choice([v for v in victims if v.startswith(kind)]) for kind in ("worker", "scheduler")]
+    rng.shuffle(firsts)
+    events, t = [], warmup
+    while True:
+        t += rng.uniform(*gap) if events else 0.0
+        if t > duration - 8:
+            break
+        victim = firsts.pop(0) if firsts else rng.choice(victims)
+        events.append(Event(t, "kill", victim))
+        events.append(Event(t + rng.uniform(2, 5), "restart", victim))
+    events.append(Event(rng.uniform(0.3, 0.4) * duration, "redis"))
+    paused = rng.choice([v for v in victims if v.startswith("scheduler")])
+    stop_at = 0.5 * duration
+    events.append(Event(stop_at, "stop", paused))
+    events.append(Event(stop_at + CLAIM_IDLE_SECONDS + 5, "cont", paused))
+    events.append(Event(rng.uniform(0.65, 0.75) * duration, "postgres"))
+    return sorted(events)
+
+
+class Driver:
+    def __init__(self, processes, postgres, redis, log):
+        self.processes = {p.name: p for p in processes}
+        self.postgres, self.redis, self.log = postgres, redis, log
+        self.stopped = set()
+        self.faults = []  # {"fault", "at", "until"}: wall-clock start and end of each fault
+        self.unexpected_exits = []
+        self.substitutes = {}  # planned victim -> the process killed in its place
+
+    def run(self, events, started, duration):
+        pending = list(events)
+        while time.time() - started < duration:
+            while pending and pending[0].at <= time.time() - started:
+                self._do(pending.pop(0), started)
+            self.watch(started)
+            time.sleep(0.2)
+        for event in pending:  # a SIGCONT or a restart the window cut short
+            if event.action in ("cont", "restart"):
+                self._do(event, started)
+
+    def watch(self, started):
+        """A process that died on its own (a crash loop after a restart, say) is an
+        invariant failure: record it, then restart it so the soak goes on."""
+        for process in self.processes.values():
+            if not process.alive() and not process.expected_down:
+                code = process.popen.returncode
+                self.unexpected_exits.append((process.name, round(time.time() - started, 1), code))
+                self.log(f"UNEXPECTED EXIT of {process.name} (code {code}); restarting it")
+                process.start()
+
+    def _do(self, event, started):
+        now = time.time()
+        offset = round(now - started, 1)
+        if event.action == "kill":
+            victim = self._victim(event.target)
+            self.substitutes[event.target] = victim.name
+            victim.kill()
+            self.faults.append({"fault": f"SIGKILL {victim.name}", "kind": victim.kind, "at": now, "until": None,
+                                "target": victim.name})
+            self.log(f"t={offset}s SIGKILL {victim.name}")
+        elif event.action == "restart":
+            process = self.processes[self.substitutes.pop(event.target, event.target)]
+            if not process.alive():
+                process.start()
+                self._close(f"SIGKILL {process.name}")
+                self.log(f"t={offset}s restarted {process.name}")
+        elif event.action == "redis":
+            self.log(f"t={offset}s restarting Redis (queued messages are lost)")
+            self.redis.restart()
+            self.faults.append({"fault": "Redis restart", "kind": "redis", "at": now, "until": time.time()})
+            self.log(f"t={round(time.time() - started, 1)}s Redis is back")
+        elif event.action == "postgres":
+            self.log(f"t={offset}s restarting PostgreSQL (immediate stop: a crash)")
+            self.postgres.restart()
+            self.faults.append({"fault": "PostgreSQL restart", "kind": "postgres", "at": now, "until": time.time()})
+            self.log(f"t={round(time.time() - started, 1)}s PostgreSQL is back")
+        elif event.action == "stop":
+            process = self.processes[event.target]
+            process.signal(signal.SIGSTOP)
+            self.stopped.add(process.name)
+            self.faults.append({"fault": f"SIGSTOP {process.name}", "kind": "pause", "at": now, "until": None,
+                                "target": process.name})
+            self.log(f"t={offset}s SIGSTOP {process.name}")
+        elif event.action == "cont":
+            process = self.processes[event.target]
+            process.signal(signal.SIGCONT)
+            self.stopped.discard(process.name)
+            self._close(f"SIGSTOP {event.target}")
+            self.log(f"t={offset}s SIGCONT {process.name}")
+
+    def _victim(self, name):
+        """The planned victim, unless it is paused or already down: then another of its kind."""
+        process = self.processes[name]
+        if process.alive() and name not in self.stopped:
+            return process
+        others = [p for p in self.processes.values()
+                  if p.kind == process.kind and p.alive() and p.name not in self.stopped]
+        return others[0] if others else process
+
+    def _close(self, fault):
+        for record in reversed(self.faults):
+            if record["fault"] == fault and record["until"] is None:
+                record["until"] = time.time()
+                return

@@ -1,0 +1,195 @@
+"""The invariants, checked from the database and the target's log after the drain."""
+
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+#: Faults that can make a worker send a request again: the worker died mid-request, or
+#: the database or the broker went away between the request and its recording.
+RESENDING_FAULTS = ("worker", "postgres", "redis")
+#: A request is cut off by a fault that strikes while it is in flight or before its
+#: outcome is recorded: from just before its arrival (clocks, the target's own latency)
+#: until its timeout (5 s in the soak) plus the recording has passed.
+IN_FLIGHT_BEFORE, IN_FLIGHT_AFTER = 1.0, 15.0
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Findings:
+    checks: list = field(default_factory=list)
+    figures: list = field(default_factory=list)  # (name, value)
+    faults: list = field(default_factory=list)  # rows for the fault table
+
+    @property
+    def ok(self):
+        return all(c.ok for c in self.checks)
+
+    def check(self, name, ok, detail):
+        self.checks.append(Check(name, bool(ok), detail))
+
+
+def expected_occurrences(start_at, interval, next_run_at):
+    """Every occurrence of an interval job from its anchor until (excluding) the next one
+    it would have run: computed here, independently of the scheduler's engine."""
+    if next_run_at is None:
+        return []
+    step = timedelta(seconds=interval)
+    out, at = [], start_at
+    while at < next_run_at:
+        out.append(at)
+        at += step
+    return out
+
+
+def check_occurrences(findings, final_jobs, executions):
+    by_occurrence = Counter((e["job_id"], e["scheduled_for"]) for e in executions if e["trigger"] == "schedule")
+    expected = set()
+    off_grid_next = 0
+    for job_id, (start_at, interval, next_run_at) in final_jobs.items():
+        occurrences = expected_occurrences(start_at, interval, next_run_at)
+        expected.update((job_id, at) for at in occurrences)
+        if next_run_at is not None and (next_run_at - start_at).total_seconds() % interval:
+            off_grid_next += 1
+    lost = len(expected - set(by_occurrence))
+    doubled = sum(n - 1 for n in by_occurrence.values() if n > 1)
+    unexpected = len(set(by_occurrence) - expected)
+    findings.figures.append(("occurrences due in the window", f"{len(expected):,}"))
+    findings.check("every occurrence has exactly one execution row",
+                   lost == 0 and doubled == 0 and unexpected == 0 and off_grid_next == 0,
+                   f"lost: {lost}, doubled: {doubled}, rows for no due occurrence: {unexpected}, "
+                   f"jobs whose next run is off their grid: {off_grid_next}")
+
+
+def check_final(findings, executions, final_statuses):
+    statuses = Counter(e["status"] for e in executions)
+    stuck = sum(n for status, n in statuses.items() if status not in final_statuses)
+    findings.figures.append(("executions by status", ", ".join(f"{s} {n:,}" for s, n in sorted(statuses.items()))))
+    findings.check("every execution reached a final state", stuck == 0,
+                   f"stuck (queued or running after the drain): {stuck}")
+
+
+def check_requests(findings, requests, executions, attempts, faults):
+    known = {str(e["id"]) for e in executions}
+    unknown = sum(1 for r in requests if r["id"] not in known)
+    findings.figures.append(("requests received by the target", f"{len(requests):,}"))
+    findings.check("every request carries a known webhook-id", unknown == 0, f"unknown ids: {unknown}")
+
+    arrivals = defaultdict(list)
+    for r in requests:
+        arrivals[(r["id"], r["attempt"])].append(r["at"])
+    repeats = [(key, sorted(times)) for key, times in arrivals.items() if len(times) > 1]
+    unexplained, by_fault = 0, Counter()
+    for _key, times in repeats:
+        fault = _fault_before(faults, times[0], times[-1])
+        if fault is None:
+            unexplained += 1
+        else:
+            by_fault[fault["fault"]] += len(times) - 1
+            fault["repeats"] = fault.get("repeats", 0) + len(times) - 1
+            fault["last_repeat"] = max(fault.get("last_repeat", 0), times[-1])
+    detail = f"{sum(len(t) - 1 for _, t in repeats)} repeated requests"
+    if by_fault:
+        detail += " (" + ", ".join(f"{n} after {f}" for f, n in by_fault.most_common()) + ")"
+    findings.check("a webhook-id+attempt arrives twice only after a kill or restart", unexplained == 0,
+                   f"{detail}; unexplained: {unexplained}")
+
+    received = set(arrivals)
+    answered_not_received = sum(1 for a in attempts if a["response_status"] is not None
+                                and (str(a["execution_id"]), str(a["number"])) not in received)
+    findings.check("every recorded attempt that got an answer reached the target", answered_not_received == 0,
+                   f"recorded with a response but never received: {answered_not_received}")
+
+
+def _fault_before(faults, first, repeat):
+    """The first fault able to cause a resend that struck while the first copy was in
+    flight (and before the repeat arrived), or None: an unexplained repeat."""
+    candidates = [f for f in faults if f["kind"] in RESENDING_FAULTS
+                  and first - IN_FLIGHT_BEFORE <= f["at"] <= min(repeat, first + IN_FLIGHT_AFTER)]
+    return min(candidates, key=lambda f: f["at"]) if candidates else None
+
+
+def check_usage(findings, usage_totals, attempt_count):
+    """``usage_totals``: {counter name: total} (None when the platform meters nothing)."""
+    if not usage_totals:
+        findings.check("usage counters equal recorded attempts", True, "usage metering not present (skipped)")
+        return
+    ok = all(total == attempt_count for total in usage_totals.values())
+    detail = ", ".join(f"{name}: {total:,}" for name, total in usage_totals.items())
+    findings.check("usage counters equal recorded attempts", ok, f"{detail}; attempts: {attempt_count:,}")
+
+
+def check_processes(findings, unexpected_exits, healthy):
+    detail = "; ".join(f"{name} at t={t}s (code {code})" for name, t, code in unexpected_exits) or "none"
+    findings.check("no process died on its own (no crash loop)", not unexpected_exits, f"unexpected exits: {detail}")
+    findings.check("web answers /healthz after the chaos", healthy, "200" if healthy else "no answer")
+
+
+def dispatch_lags(requests, executions):
+    """(scheduled_for, lag seconds, arrival) per scheduled run: its first request's arrival
+    at the target minus its scheduled time."""
+    first = {}
+    for r in requests:
+        if r["attempt"] == "1" and (r["id"] not in first or r["at"] < first[r["id"]]):
+            first[r["id"]] = r["at"]
+    lags = []
+    for e in executions:
+        arrived = first.get(str(e["id"]))
+        if arrived is not None and e["trigger"] == "schedule":
+            scheduled = e["scheduled_for"].timestamp()
+            lags.append((scheduled, arrived - scheduled, arrived))
+    return lags
+
+
+def lag_figures(findings, lags, faults, first_fault_at, end_at):
+    baseline = sorted(lag for at, lag, _ in lags if at < first_fault_at) or [0.0]
+    threshold = max(2.0, 2 * _pct(baseline, 99))
+    starts = sorted(f["at"] for f in faults)
+    for fault in faults:
+        later = [s for s in starts if s > fault["at"]]
+        fault["recovery"] = _recovery(fault, lags, threshold, later[0] if later else end_at)
+    windows = [(f["at"], f["at"] + max(f["recovery"], (f["until"] or f["at"]) - f["at"])) for f in faults]
+    inside = sorted(lag for at, lag, _ in lags if any(a <= at <= b for a, b in windows))
+    outside = sorted(lag for at, lag, _ in lags if not any(a <= at <= b for a, b in windows))
+    for name, values in (("outside fault windows", outside), ("during fault windows", inside)):
+        if values:
+            findings.figures.append((f"dispatch lag {name} (p50 / p99 / max, {len(values):,} runs)",
+                                     f"{_pct(values, 50):.3f} s / {_pct(values, 99):.3f} s / {values[-1]:.3f} s"))
+    findings.figures.append(("a run counts as late (for recovery) above", f"{threshold:.2f} s"))
+
+
+def _recovery(fault, lags, threshold, next_fault_at):
+    """Seconds from the fault's start until the last run it delayed reached the target:
+    the late runs among those scheduled from 10 s before it (in flight when it struck)
+    until the next fault began, and the repeats it caused."""
+    start = fault["at"]
+    late = [arrived for at, lag, arrived in lags if start - 10 <= at < next_fault_at and lag > threshold]
+    ends = [*late, fault.get("last_repeat", start), fault["until"] or start]
+    return max(0.0, max(ends) - start)
+
+
+def _pct(values, p):
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[p - 1] if p < 100 else values[-1]
+
+
+def fault_rows(faults, started):
+    rows = []
+    for f in faults:
+        rows.append((f"t={f['at'] - started:.1f}s", f["fault"],
+                     f"{(f['until'] - f['at']):.1f} s" if f["until"] else "-",
+                     f"{f.get('recovery', 0):.1f} s", str(f.get("repeats", 0))))
+    return rows
+
+
+def iso(value):
+    return value.isoformat() if isinstance(value, datetime) else value

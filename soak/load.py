@@ -1,0 +1,53 @@
+"""Tenants and jobs for the soak (Django must be set up): enterprise tenants, interval
+jobs of a few seconds aimed at the target, staggered so their runs spread evenly."""
+
+import random
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+JOBS_PER_TENANT = 500
+
+
+def load(*, seed, jobs, interval, target_url, start):
+    from apps.billing.models import Plan
+    from apps.jobs.models import Job
+    from apps.projects.provisioning import provision_tenant
+
+    rng = random.Random(seed)
+    # The soak's own database: let its enterprise plan run jobs every second.
+    Plan.objects.filter(code="enterprise").update(min_interval_seconds=1)
+    tenants = [provision_tenant(org_name=f"Soak {n}", email=f"soak{n}@example.com", plan_code="enterprise")
+               for n in range(max(1, -(-jobs // JOBS_PER_TENANT)))]
+    rows = []
+    for n in range(jobs):
+        tenant = tenants[n % len(tenants)]
+        seconds = rng.randint(*interval)
+        anchor = start + timedelta(seconds=rng.uniform(0, seconds))
+        rows.append(Job(
+            project=tenant.project, organization=tenant.organization, name=f"soak job {n}",
+            schedule_type=Job.ScheduleType.INTERVAL, interval_seconds=seconds, start_at=anchor,
+            url=f"{target_url}/hook/{n}", method=Job.Method.GET, timeout_seconds=5,
+            max_attempts=3, retry_initial_delay_seconds=1, retry_max_delay_seconds=2,
+            next_run_at=anchor, created_at=timezone.now(),
+        ))
+    with transaction.atomic():
+        Job.objects.bulk_create(rows, batch_size=1000)
+    return [t.organization.id for t in tenants]
+
+
+def disable_all():
+    """Stop every job; returns {job id: (start_at, interval, next_run_at)} as of the moment
+    it stopped. The UPDATE waits for any claim holding a job's row, so each returned
+    ``next_run_at`` is the one after the last occurrence a scheduler handled."""
+    from django.db import connection
+
+    from apps.jobs.models import Job
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Job._meta.db_table} SET enabled = false "
+            "RETURNING id, start_at, interval_seconds, next_run_at"
+        )
+        return {row[0]: row[1:] for row in cursor.fetchall()}

@@ -1,0 +1,38 @@
+"""bench/results.py: what it keeps of a benchmark's output for bench/RESULTS.md."""
+
+import importlib.util
+import sys
+
+from tests.support.processes import ROOT
+
+
+def load_results():
+    spec = importlib.util.spec_from_file_location("bench_results", ROOT / "bench" / "results.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tables_are_kept_with_their_captions():
+    results = load_results()
+    output = "starting...\nnoise\n\nDispatch lag at 1,000 jobs/s\n\n| a | b |\n|---|---|\n| 1 | 2 |\nbye\n  | c |\n"
+    assert results.markdown_blocks(output) == (
+        "Dispatch lag at 1,000 jobs/s\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nbye\n\n| c |")
+
+
+def test_plain_output_has_no_tables():
+    assert load_results().markdown_blocks("rate 1,000 /s\nratio 2x\n") is None
+
+
+def test_a_quick_run_writes_the_file_with_machine_date_and_commit(tmp_path):
+    results = load_results()
+    out = tmp_path / "RESULTS.md"
+    code = results.main(["--only", "bench_schedules", "--args", "bench_schedules=--calls 100 --rounds 1",
+                         "--output", str(out)])
+    text = out.read_text()
+    assert code == 0
+    assert "## bench_schedules" in text and "cronsvc.schedules next_run" in text
+    for field in ("- Date: ", "- Machine: ", "CPUs", "RAM", "- Commit: "):
+        assert field in text
+    assert results.main(["--only", "nothing-by-that-name", "--output", str(out)]) == 2

@@ -1,0 +1,42 @@
+"""Losing the database session in the middle of a claim (PostgreSQL restarted, or the
+session ended by idle_in_transaction_session_timeout while the scheduler was paused)
+must make the scheduler back off and retry, not crash: under honcho one process exiting
+stops them all. Found by the chaos soak (a scheduler resumed with SIGCONT after a
+PostgreSQL restart exited with code 1)."""
+
+import psycopg
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from apps.executions import scheduler
+from apps.executions.loop import SchedulerLoop
+from apps.executions.models import Execution
+from tests.support.broker import use_private_queue
+from tests.support.processes import test_database_url as database_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_scheduler_backs_off_when_its_session_dies_inside_a_claim(monkeypatch, make_tenant, make_job, broker):
+    tenant = make_tenant(plan="enterprise")
+    queue = use_private_queue(tenant)
+    job = make_job(tenant, next_run_at=timezone.now())
+    limit_idle_time = scheduler._limit_idle_time
+    killed = []
+
+    def limit_then_lose_the_session():
+        limit_idle_time()
+        if not killed:  # the server ends this session between two statements of the claim
+            pid = connection.connection.info.backend_pid
+            with psycopg.connect(database_url(), autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+            killed.append(pid)
+
+    monkeypatch.setattr(scheduler, "_limit_idle_time", limit_then_lose_the_session)
+    loop = SchedulerLoop(max_sleep=0.0, sweep_interval=3600)
+    loop.run(max_ticks=2)  # the first tick loses its session; the second claims the job
+    assert killed
+    assert Execution.objects.filter(job=job).count() == 1
+    assert broker.published_ids(queue) == [str(Execution.objects.get(job=job).id)]
+    broker.drop(queue)

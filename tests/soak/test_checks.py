@@ -1,0 +1,99 @@
+"""The soak's judge, on made-up data: it must catch a lost, a doubled and a stuck run,
+an unknown webhook-id and an unexplained repeat, or a passing soak proves nothing."""
+
+from datetime import datetime, timedelta, timezone
+
+from soak import chaos, checks
+
+T0 = datetime(2027, 1, 1, tzinfo=timezone.utc)
+
+
+def execution(job, at, status="succeeded", id=None, trigger="schedule"):
+    return {"id": id or f"{job}-{at:%S}", "job_id": job, "scheduled_for": at, "trigger": trigger, "status": status}
+
+
+def run_occurrences(executions, next_run_at=T0 + timedelta(seconds=30)):
+    findings = checks.Findings()
+    checks.check_occurrences(findings, {"j": (T0, 10, next_run_at)}, executions)
+    return findings.checks[0]
+
+
+def test_one_row_per_due_occurrence_passes():
+    rows = [execution("j", T0 + timedelta(seconds=s)) for s in (0, 10, 20)]
+    assert run_occurrences(rows).ok
+
+
+def test_a_lost_occurrence_fails():
+    check = run_occurrences([execution("j", T0 + timedelta(seconds=s)) for s in (0, 20)])
+    assert not check.ok and "lost: 1" in check.detail
+
+
+def test_a_doubled_or_stray_occurrence_fails():
+    rows = [execution("j", T0 + timedelta(seconds=s)) for s in (0, 10, 10, 20)]
+    assert "doubled: 1" in run_occurrences(rows).detail
+    rows = [execution("j", T0 + timedelta(seconds=s)) for s in (0, 10, 20, 30)]
+    assert not run_occurrences(rows).ok
+
+
+def test_manual_runs_do_not_count_as_occurrences():
+    rows = [execution("j", T0 + timedelta(seconds=s)) for s in (0, 10, 20)]
+    rows.append(execution("j", T0 + timedelta(seconds=5), trigger="manual"))
+    assert run_occurrences(rows).ok
+
+
+def test_stuck_runs_fail():
+    findings = checks.Findings()
+    checks.check_final(findings, [execution("j", T0), execution("j", T0, status="running")], {"succeeded"})
+    assert not findings.ok and "stuck (queued or running after the drain): 1" in findings.checks[0].detail
+
+
+def requests_check(requests, faults, executions=None):
+    findings = checks.Findings()
+    executions = executions or [execution("j", T0, id="e1")]
+    checks.check_requests(findings, requests, executions, [], faults)
+    return {c.name: c for c in findings.checks}
+
+
+def test_unknown_webhook_ids_fail():
+    result = requests_check([{"id": "nope", "attempt": "1", "at": 100.0}], [])
+    assert not result["every request carries a known webhook-id"].ok
+
+
+def test_a_repeat_is_explained_only_by_a_fault_while_it_was_in_flight():
+    repeat = [{"id": "e1", "attempt": "1", "at": 100.0}, {"id": "e1", "attempt": "1", "at": 130.0}]
+    name = "a webhook-id+attempt arrives twice only after a kill or restart"
+    kill = {"fault": "SIGKILL worker1", "kind": "worker", "at": 102.0, "until": 105.0}
+    assert requests_check(repeat, [kill])[name].ok
+    assert kill["repeats"] == 1
+    long_before = dict(kill, at=50.0)
+    assert not requests_check(repeat, [long_before])[name].ok
+    scheduler_kill = dict(kill, kind="scheduler", fault="SIGKILL scheduler1")
+    assert not requests_check(repeat, [scheduler_kill])[name].ok
+
+
+def test_usage_must_equal_attempts():
+    findings = checks.Findings()
+    checks.check_usage(findings, {"UsageMonth": 10, "UsageDay": 9}, 10)
+    assert not findings.ok
+    findings = checks.Findings()
+    checks.check_usage(findings, {"UsageMonth": 10, "UsageDay": 10}, 10)
+    assert findings.ok
+
+
+def test_the_chaos_plan_hits_every_fault_kind_even_when_short():
+    for seed in range(20):
+        events = chaos.plan(seed, 90, schedulers=2, workers=2)
+        kills = {e.target.rstrip("0123456789") for e in events if e.action == "kill"}
+        assert kills == {"worker", "scheduler"}
+        assert [e.action for e in events].count("redis") == 1
+        assert [e.action for e in events].count("postgres") == 1
+        stop = next(e for e in events if e.action == "stop")
+        cont = next(e for e in events if e.action == "cont")
+        assert cont.at - stop.at > chaos.CLAIM_IDLE_SECONDS
+        assert all(e.at <= 90 for e in events)
+
+
+def test_the_plan_is_reproducible_from_its_seed():
+    assert chaos.plan(7, 600, 2, 2) == chaos.plan(7, 600, 2, 2)
+    kills = [e.at for e in chaos.plan(7, 600, 2, 2) if e.action == "kill"]
+    assert all(20 <= b - a <= 60 for a, b in zip(kills, kills[1:]))
