@@ -76,7 +76,7 @@ def _resume_fitting(organization, plan, now, result):
     for job in paused_by_plan(organization).order_by("created_at", "id"):
         if job.pk in paused_now or enabled >= plan.max_jobs or plan_violations(job, plan, now):
             continue
-        resume_job(job, now=now)
+        resume_job(job, now=now, plan=plan)
         enabled += 1
         result.resumed.append(job)
 

@@ -37,9 +37,10 @@ from .models import Job, JobDependency
 from .scheduling import job_schedule
 from .serializers import (
     ImportCrontabSerializer, ImportResultSerializer, JobSerializer, NextRunsQuerySerializer, RunsSerializer,
-    SchedulePreviewSerializer, import_crontab,
+    SchedulePreviewSerializer, import_crontab, plan_limit_error,
 )
 from .services import pause_job, resume_job
+from .validation import PlanLimit
 
 JOB_EXAMPLE = OpenApiExample(
     "Nightly cron job",
@@ -196,7 +197,10 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def resume(self, request, pk=None):
         job = self.get_object()
         self._no_body()
-        resume_job(job)
+        try:
+            resume_job(job)
+        except PlanLimit as exc:
+            raise plan_limit_error(exc) from None
         self.audit("job.resume", job)
         return Response(JobSerializer(job, context=self.get_serializer_context()).data)
 

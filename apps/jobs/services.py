@@ -14,9 +14,14 @@ def pause_job(job, *, reason=""):
 
 
 @transaction.atomic
-def resume_job(job, *, now=None):
-    """Resume from now: occurrences missed while paused are not caught up."""
+def resume_job(job, *, now=None, plan=None):
+    """Resume from now: occurrences missed while paused are not caught up. Raises
+    PlanLimit when the job no longer fits its organization's plan (e.g. paused by a
+    downgrade): it resumes after an upgrade or an edit that brings it within the plan."""
+    from .validation import check_resumable
+
     now = now or timezone.now()
+    check_resumable(job, plan or job.organization.plan, now)
     job.enabled = True
     job.paused_reason = ""
     job.disabled_reason = ""

@@ -77,3 +77,19 @@ def test_waiting_runs_move_to_the_new_plans_queue_at_once(tenant, make_job, sett
     assert Execution.objects.get(pk=waiting.pk).queue == "runs.business"
     assert Execution.objects.get(pk=waiting_eu.pk).queue == "runs.business.eu"
     assert Execution.objects.get(pk=published.pk).queue == "runs.pro"  # already in the old queue's hands
+
+
+def test_a_job_paused_by_a_downgrade_does_not_resume_by_hand_until_it_fits(tenant, make_job, client):
+    from rest_framework.test import APIClient
+
+    job = make_job(tenant, cron_expression="*/5 * * * *")
+    change_plan(tenant.organization, Plan.objects.get(code="free"), now=NOW)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {tenant.full_api_key}")
+    refused = api.post(f"/api/v1/jobs/{job.pk}/resume/")
+    assert refused.status_code == 402, refused.content
+    assert refused.json()["error"]["code"] == "plan_limit"
+    assert not Job.objects.get(pk=job.pk).enabled
+    Job.objects.filter(pk=job.pk).update(cron_expression="0 * * * *")
+    assert api.post(f"/api/v1/jobs/{job.pk}/resume/").status_code == 200
+    assert Job.objects.get(pk=job.pk).enabled

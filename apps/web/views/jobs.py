@@ -34,6 +34,7 @@ from apps.jobs.models import Job, JobDependency
 from apps.jobs.scheduling import job_schedule
 from apps.jobs.serializers import NO_SCHEDULE_DESCRIPTION, JobSerializer, SchedulePreviewSerializer
 from apps.jobs.services import pause_job, resume_job
+from apps.jobs.validation import PlanLimit
 from apps.billing.models import Plan
 from cronsvc.delivery.client import deliver
 from cronsvc.delivery.errors import InvalidRequest
@@ -423,7 +424,11 @@ def job_pause(request, pk):
 @require_POST
 def job_resume(request, pk):
     job = _job_action(request, pk)
-    resume_job(job)
+    try:
+        resume_job(job)
+    except PlanLimit as exc:
+        messages.error(request, f"“{job.name}” stays paused: {exc.message}")
+        return redirect("web:job_detail", pk=job.pk)
     audit(request, "job.resume", job)
     messages.success(request, f"“{job.name}” resumed; runs missed while paused are not caught up.")
     return redirect("web:job_detail", pk=job.pk)
