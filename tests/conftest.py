@@ -78,3 +78,23 @@ def make_job(db):
 
 def utc(*args):
     return datetime(*args, tzinfo=UTC)
+
+
+@pytest.fixture
+def target():
+    """A local HTTP endpoint (tests/support/target.py) for runs to reach."""
+    from apps.executions.outbound import redis_client
+    from cronsvc.delivery.breaker import host_key
+    from tests.support.target import start_target
+
+    server = start_target()
+    # A port can come back in a later test: start with a closed circuit for it.
+    redis_client().delete("cronsvc:cb:" + host_key(server.base_url))
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def allow_loopback(settings):
+    """The address guard refuses loopback by default; the tests' endpoints live there."""
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]

@@ -4,19 +4,6 @@ allowed for it, and helpers to run a job's executions in-process (apps.execution
 import pytest
 from django.utils import timezone
 
-from tests.support.target import start_target
-
-
-@pytest.fixture
-def target():
-    from apps.executions.outbound import redis_client
-    from cronsvc.delivery.breaker import host_key
-
-    server = start_target()
-    redis_client().delete("cronsvc:cb:" + host_key(server.base_url))  # a port may come back: closed circuit
-    yield server
-    server.close()
-
 
 @pytest.fixture(autouse=True)
 def allow_loopback(settings):

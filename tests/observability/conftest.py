@@ -1,18 +1,5 @@
 import pytest
 
-from tests.support.target import start_target
-
-
-@pytest.fixture
-def target():
-    from apps.executions.outbound import redis_client
-    from cronsvc.delivery.breaker import host_key
-
-    server = start_target()
-    redis_client().delete("cronsvc:cb:" + host_key(server.base_url))
-    yield server
-    server.close()
-
 
 @pytest.fixture
 def metrics_open(settings):

@@ -6,18 +6,6 @@ from apps.jobs.models import Job, JobDependency
 
 
 @pytest.fixture
-def target():
-    from apps.executions.outbound import redis_client
-    from cronsvc.delivery.breaker import host_key
-    from tests.support.target import start_target
-
-    server = start_target()
-    redis_client().delete("cronsvc:cb:" + host_key(server.base_url))  # a reused port starts closed
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def chain(make_job):
     """chain(tenant, "A", ("B", [("A", "success")]), ...) -> {name: Job}; jobs after the
     first have no schedule and depend on the named ones."""
