@@ -2,11 +2,13 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from apps.billing.models import Plan
 
 from . import services
-from .models import ApiKey, AuditEvent, ErasedOrganization, Membership, Organization, User
+from .models import (ApiKey, AuditEvent, EncryptedTOTPDevice, ErasedOrganization, Membership, Organization,
+                     User)
 
 
 @admin.register(User)
@@ -127,4 +129,28 @@ class ErasedOrganizationAdmin(admin.ModelAdmin):
     readonly_fields = list_display
 
     def has_add_permission(self, request):
+        return False
+
+
+# django-otp's own TOTP admin creates devices with the seed in clear (and shows it): the
+# encrypted model replaces it. otp_totp is listed before this app, so its admin is loaded.
+if admin.site.is_registered(TOTPDevice):
+    admin.site.unregister(TOTPDevice)
+
+
+@admin.register(EncryptedTOTPDevice)
+class EncryptedTOTPDeviceAdmin(admin.ModelAdmin):
+    """Operators see who has two-factor on and can delete a lost device; the seed is
+    never shown, and a device is only made by its user's own enrolment (scanning the code)."""
+
+    list_display = ["user", "name", "confirmed", "created_at", "last_used_at"]
+    list_filter = ["confirmed"]
+    search_fields = ["user__email"]
+    list_select_related = ["user"]
+    fields = ["user", "name", "confirmed", "created_at", "last_used_at", "throttling_failure_count"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False

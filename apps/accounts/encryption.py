@@ -18,23 +18,53 @@ def encryptor():
     return _encryptor(tuple(settings.ENCRYPTION_KEYS))
 
 
-class EncryptedJSONField(models.TextField):
-    """A JSON value stored as a Fernet token: secrets never sit in the database in clear."""
+class EncryptedField(models.TextField):
+    """A value stored as a Fernet token: secrets never sit in the database in clear.
+
+    Subclasses say how their Python value becomes text (``encode``) and back (``decode``).
+    rotation.py finds every field of this kind, so a new encrypted field is rotated too.
+    """
+
+    def encode(self, value):
+        raise NotImplementedError
+
+    def decode(self, text):
+        raise NotImplementedError
 
     def from_db_value(self, value, expression, connection):
         if value is None or value == "":
             return None
-        return json.loads(encryptor().decrypt(value))
+        return self.decode(encryptor().decrypt(value))
+
+    def get_prep_value(self, value):
+        if value is None:
+            return None
+        return encryptor().encrypt(self.encode(value))
+
+
+class EncryptedJSONField(EncryptedField):
+    """A JSON value (auth credentials, secret headers, signing secrets)."""
+
+    def encode(self, value):
+        return json.dumps(value, separators=(",", ":"))
+
+    def decode(self, text):
+        return json.loads(text)
 
     def to_python(self, value):
         if value is None or not isinstance(value, str):
             return value
         return json.loads(value)
 
-    def get_prep_value(self, value):
-        if value is None:
-            return None
-        return encryptor().encrypt(json.dumps(value, separators=(",", ":")))
-
     def value_to_string(self, obj):
         return json.dumps(self.value_from_object(obj))
+
+
+class EncryptedTextField(EncryptedField):
+    """A string (a TOTP seed)."""
+
+    def encode(self, value):
+        return str(value)
+
+    def decode(self, text):
+        return text

@@ -7,7 +7,7 @@ later is exported and erased without touching this module.
 """
 
 import gzip
-import json
+import io
 import logging
 from datetime import timedelta
 
@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models, transaction
 
-from .encryption import EncryptedJSONField
+from .encryption import EncryptedField
 from .models import AuditEvent, DataExport, ErasedOrganization, Membership, Organization, User
 from .services import record_audit
 
@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 # Never exported: secrets (encrypted fields are left out by type), key hashes, archives.
 NEVER_EXPORTED = {"salt", "secret_hash", "password", "archive"}
 EXPORT_FORMAT = 1
+EXPORT_CHUNK_SIZE = 2000
+_json = DjangoJSONEncoder().encode
 
 
 # --- which tables
@@ -57,15 +59,17 @@ def organization_tables():
 
 def _exported_fields(model):
     return [f.attname for f in model._meta.concrete_fields
-            if not isinstance(f, EncryptedJSONField) and f.name not in NEVER_EXPORTED]
+            if not isinstance(f, EncryptedField) and f.name not in NEVER_EXPORTED]
 
 
 # --- export
 
 
-def build_export(organization):
-    """Everything the organization holds, as one JSON-ready dict (secrets left out)."""
-    data = {
+def write_export(organization, write):
+    """Write everything the organization holds (secrets left out) as one JSON object through
+    ``write(text)``, row by row: rows are read EXPORT_CHUNK_SIZE at a time, so a big
+    organization's executions are never all in memory at once."""
+    header = {
         "format": EXPORT_FORMAT,
         "organization": {"id": str(organization.pk), "name": organization.name, "slug": organization.slug,
                          "plan": organization.plan.code, "created_at": organization.created_at},
@@ -73,14 +77,39 @@ def build_export(organization):
             {"email": m.user.email, "name": m.user.get_full_name(), "role": m.role, "joined_at": m.created_at}
             for m in Membership.objects.filter(organization=organization).select_related("user")
         ],
-        "tables": {},
     }
+    write("{")
+    for key, value in header.items():
+        write(f"{_json(key)}: {_json(value)}, ")
+    write('"tables": {')
+    for index, (label, rows) in enumerate(_exported_tables(organization)):
+        write(f"{', ' if index else ''}{_json(label)}: ")
+        _write_array(write, rows)
+    write("}}")
+
+
+def _exported_tables(organization):
+    """(model label, lazy iterator of rows) for each table holding the organization's data."""
     for model, lookup in organization_tables():
         if model in (DataExport, Membership):
             continue
         rows = model._base_manager.filter(**{lookup: organization}).order_by("pk").values(*_exported_fields(model))
-        data["tables"][model._meta.label] = list(rows.iterator(chunk_size=2000))
-    return data
+        yield model._meta.label, rows.iterator(chunk_size=EXPORT_CHUNK_SIZE)
+
+
+def _write_array(write, rows):
+    write("[")
+    for index, row in enumerate(rows):
+        write(f"{', ' if index else ''}{_json(row)}")
+    write("]")
+
+
+def compressed_export(organization):
+    """The gzip archive; the JSON text only ever exists one buffer at a time, compressed as written."""
+    archive = io.BytesIO()
+    with gzip.GzipFile(fileobj=archive, mode="wb") as gzipped, io.TextIOWrapper(gzipped, encoding="utf-8") as text:
+        write_export(organization, text.write)
+    return archive.getvalue()
 
 
 def request_export(organization, *, user):
@@ -95,12 +124,12 @@ def request_export(organization, *, user):
 
 def run_export(export, *, now):
     try:
-        payload = json.dumps(build_export(export.organization), cls=DjangoJSONEncoder).encode()
+        archive = compressed_export(export.organization)
     except Exception as exc:  # noqa: BLE001 - recorded for the owner, logged for operators
         log.exception("export %s failed", export.pk)
         export.status, export.error = DataExport.Status.FAILED, type(exc).__name__
     else:
-        export.archive = gzip.compress(payload)
+        export.archive = archive
         export.size_bytes = len(export.archive)
         export.status = DataExport.Status.READY
     export.finished_at = now

@@ -1,11 +1,15 @@
 from django.contrib.auth.base_user import BaseUserManager
 from django.contrib.auth.models import AbstractUser
 from django.core.serializers.json import DjangoJSONEncoder
+from django.core.validators import MaxLengthValidator
 from django.db import models
 from django.utils import timezone
+from django_otp.models import Device, ThrottlingMixin, TimestampMixin
+from django_otp.plugins.otp_totp.models import TOTPDevice, default_key, key_validator
 
 from cronsvc.ids import uuid7
 
+from .encryption import EncryptedTextField
 from .tenancy import tenant_manager
 
 
@@ -223,3 +227,36 @@ class ErasedOrganization(models.Model):
     deletion_requested_at = models.DateTimeField(null=True, blank=True)
     erased_at = models.DateTimeField()
     plan_code = models.CharField(max_length=40, blank=True)
+
+
+def _same_as_django_otp(name):
+    """A field defined exactly as on django-otp's TOTPDevice."""
+    return TOTPDevice._meta.get_field(name).clone()
+
+
+class EncryptedTOTPDevice(TimestampMixin, ThrottlingMixin, Device):
+    """An authenticator app (TOTP) whose seed is encrypted at rest under ENCRYPTION_KEYS.
+
+    django-otp's own TOTPDevice keeps its seed in clear in a varchar(80) column, too short
+    for a Fernet token, and django-otp 1.7.5 has no abstract TOTP model to subclass: this
+    model repeats its fields with ``key`` encrypted and borrows its methods, so tokens are
+    verified (drift, throttling, replay guard) by django-otp's own code.
+    """
+
+    key = EncryptedTextField(default=default_key, validators=[key_validator, MaxLengthValidator(80)],
+                             help_text="A hex-encoded secret key of up to 40 bytes (encrypted).")
+    step = _same_as_django_otp("step")
+    t0 = _same_as_django_otp("t0")
+    digits = _same_as_django_otp("digits")
+    tolerance = _same_as_django_otp("tolerance")
+    drift = _same_as_django_otp("drift")
+    last_t = _same_as_django_otp("last_t")
+
+    bin_key = TOTPDevice.bin_key
+    verify_token = TOTPDevice.verify_token
+    get_throttle_factor = TOTPDevice.get_throttle_factor
+    config_url = TOTPDevice.config_url
+    _read_str_from_settings = TOTPDevice._read_str_from_settings
+
+    class Meta(Device.Meta):
+        verbose_name = "TOTP device"

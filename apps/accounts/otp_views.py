@@ -3,7 +3,8 @@ step, and OPERATOR_2FA for the admin.
 
 The log-in form checks the password; for a user with a confirmed device it does not log
 in but parks the user id in the session and asks for a code here. Tokens are throttled by
-django-otp per device (each failure doubles the wait).
+django-otp per device (each failure doubles the wait). Devices are EncryptedTOTPDevice: the
+seed is encrypted at rest, verification is django-otp's TOTP code.
 """
 
 from django.conf import settings
@@ -17,8 +18,8 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 from django_otp import devices_for_user, match_token
 from django_otp import login as otp_login
-from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from .models import EncryptedTOTPDevice
 from .services import record_audit
 
 PENDING_USER = "otp_pending_user"
@@ -80,10 +81,10 @@ def two_factor(request):
     action = request.POST.get("action")
     error = None
     if action == "start":
-        TOTPDevice.objects.filter(user=user, confirmed=False).delete()
-        TOTPDevice.objects.create(user=user, name="authenticator", confirmed=False)
+        EncryptedTOTPDevice.objects.filter(user=user, confirmed=False).delete()
+        EncryptedTOTPDevice.objects.create(user=user, name="authenticator", confirmed=False)
     elif action == "confirm":
-        device = TOTPDevice.objects.filter(user=user, confirmed=False).first()
+        device = EncryptedTOTPDevice.objects.filter(user=user, confirmed=False).first()
         if device is not None and device.verify_token(request.POST.get("token", "").strip()):
             device.confirmed = True
             device.save(update_fields=["confirmed"])
@@ -94,12 +95,12 @@ def two_factor(request):
         error = "That code is not right; check the time on your phone and try the current one."
     elif action == "disable":
         if match_token(user, request.POST.get("token", "").strip()) is not None:
-            TOTPDevice.objects.filter(user=user).delete()
+            EncryptedTOTPDevice.objects.filter(user=user).delete()
             _audit(user, "user.two_factor_disabled")
             messages.success(request, "Two-factor authentication is off.")
             return redirect("two_factor")
         error = "Give a current code to turn two-factor authentication off."
-    pending = TOTPDevice.objects.filter(user=user, confirmed=False).first()
+    pending = EncryptedTOTPDevice.objects.filter(user=user, confirmed=False).first()
     context = {"enabled": has_two_factor(user), "pending": pending,
                "secret": _base32(pending) if pending else "", "config_url": pending.config_url if pending else "",
                "error": error, "operator_required": settings.OPERATOR_2FA and user.is_staff}

@@ -1,9 +1,10 @@
 """Re-encrypt every encrypted field under the newest key of ENCRYPTION_KEYS.
 
-Every ``EncryptedJSONField`` of every installed model is found generically, so a model
-added later is rotated without touching this module. Rows are read by primary-key cursor
-in batches, each batch in its own transaction; values already under the newest key are
-skipped, so an interrupted run is resumed by running it again (or from ``after``).
+Every ``EncryptedField`` (JSON secrets, TOTP seeds) of every installed model is found
+generically, so a model added later is rotated without touching this module. Rows are read
+by primary-key cursor in batches, each batch in its own transaction; values already under
+the newest key are skipped, so an interrupted run is resumed by running it again (or from
+``after``).
 Once ``pending()`` reports nothing, the old keys can be removed from ENCRYPTION_KEYS.
 """
 
@@ -14,7 +15,7 @@ from django.db import transaction
 from django.db.models import F, TextField, Value
 from django.db.models.functions import Cast
 
-from .encryption import EncryptedJSONField, encryptor
+from .encryption import EncryptedField, encryptor
 
 
 @dataclass
@@ -29,7 +30,7 @@ def encrypted_fields():
     """[(model, [field names])] for every model holding encrypted values."""
     found = []
     for model in apps.get_models():
-        names = [f.name for f in model._meta.concrete_fields if isinstance(f, EncryptedJSONField)]
+        names = [f.name for f in model._meta.concrete_fields if isinstance(f, EncryptedField)]
         if names:
             found.append((model, names))
     return found

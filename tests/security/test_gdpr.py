@@ -6,11 +6,13 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.db.models import QuerySet
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.accounts import gdpr
 from apps.accounts.models import AuditEvent, DataExport, ErasedOrganization, Membership, Organization, User
+from apps.executions.models import Execution
 from apps.jobs.models import Job
 
 from .world import SECRET_HEADER, SECRET_TOKEN, build_world
@@ -162,3 +164,26 @@ def test_the_settings_page_exports_and_deletes(tenant, make_job, client):
     assert Organization.objects.get(pk=tenant.organization.pk).erase_after is not None
     job.refresh_from_db()
     assert not job.enabled and job.next_run_at is None
+
+
+def test_a_big_export_is_streamed_in_chunks_and_complete(make_tenant, monkeypatch):
+    world = build_world(make_tenant)
+    org, job, now = world.a.organization, world.objects["job"], timezone.now()
+    Execution.objects.bulk_create(
+        Execution(job=job, organization=org, scheduled_for=now - timedelta(minutes=i), status=Execution.Status.DEAD,
+                  attempt=1, finished_at=now) for i in range(2, 25))
+    expected = {str(pk) for pk in Execution.objects.filter(organization=org).values_list("pk", flat=True)}
+    monkeypatch.setattr(gdpr, "EXPORT_CHUNK_SIZE", 5)  # many chunks for a few rows
+    chunk_sizes = []
+    real_iterator = QuerySet.iterator
+    monkeypatch.setattr(QuerySet, "iterator",
+                        lambda qs, chunk_size=None: chunk_sizes.append(chunk_size) or real_iterator(qs, chunk_size))
+
+    export = gdpr.run_export(DataExport.objects.create(organization=org), now=now)
+
+    assert export.status == DataExport.Status.READY
+    data = json.loads(gzip.decompress(export.archive))
+    assert {str(row["id"]) for row in data["tables"]["executions.Execution"]} == expected
+    assert len(data["tables"]["executions.Execution"]) == len(expected) == 24
+    assert data["tables"]["executions.Attempt"] and data["tables"]["jobs.Job"]
+    assert chunk_sizes and set(chunk_sizes) == {5}  # every table was read chunk by chunk

@@ -6,7 +6,8 @@ import time
 import pytest
 from django.test import Client
 from django_otp.oath import TOTP
-from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from apps.accounts.models import EncryptedTOTPDevice
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "correct horse battery"
@@ -28,7 +29,7 @@ def owner(tenant):
 def enable(client, user):
     client.force_login(user)
     assert client.post("/account/two-factor/", {"action": "start"}).status_code == 200
-    device = TOTPDevice.objects.get(user=user, confirmed=False)
+    device = EncryptedTOTPDevice.objects.get(user=user, confirmed=False)
     assert client.post("/account/two-factor/", {"action": "confirm", "token": "000000"}).status_code == 400
     device.refresh_from_db()
     device.throttling_failure_count, device.throttling_failure_timestamp = 0, None
@@ -69,12 +70,12 @@ def test_turning_off_needs_a_code(owner):
     client = Client()
     device = enable(client, owner)
     assert client.post("/account/two-factor/", {"action": "disable", "token": "x"}).status_code == 400
-    assert TOTPDevice.objects.filter(user=owner).exists()
+    assert EncryptedTOTPDevice.objects.filter(user=owner).exists()
     device.refresh_from_db()
     device.throttling_failure_count, device.throttling_failure_timestamp = 0, None  # no waiting in tests
     device.save()
     client.post("/account/two-factor/", {"action": "disable", "token": code(device, 30)})
-    assert not TOTPDevice.objects.filter(user=owner).exists()
+    assert not EncryptedTOTPDevice.objects.filter(user=owner).exists()
 
 
 def test_operator_2fa_guards_the_admin(owner, settings):
