@@ -90,10 +90,16 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default backlog of 5 drops connections when two workers open hundreds at
+    # once; a dropped SYN is retried after 1 s, 3 s... and can outlast the connect timeout.
+    request_queue_size = 1024
+
+
 def start_target(host="127.0.0.1"):
     target = Target(server=None)
     handler = type("Handler", (_Handler,), {"target": target})
-    target.server = ThreadingHTTPServer((host, 0), handler)
+    target.server = _Server((host, 0), handler)
     target.server.daemon_threads = True
     threading.Thread(target=target.server.serve_forever, daemon=True).start()
     return target
