@@ -1,6 +1,7 @@
 """What every API view shares: the caller (actor), rate-limit headers, audit, and
 serializers that refuse unknown fields."""
 
+import threading
 from collections.abc import Mapping
 
 from rest_framework import serializers
@@ -35,6 +36,23 @@ class ApiViewMixin:
             for name, value in quota.headers().items():
                 response[name] = value
         return response
+
+
+_bound = threading.local()
+
+
+def represent(serializer_class, instance, context):
+    """``serializer_class(instance, context=context).data``, with the serializer's fields
+    built once per thread and reused: DRF deep-copies and binds every nested field for each
+    serializer it makes, which costs more than representing one object. Only for
+    serializers whose fields do not depend on the context (it is read at call time)."""
+    cache = _bound.__dict__.setdefault("serializers", {})
+    serializer = cache.get(serializer_class)
+    if serializer is None:
+        serializer = cache[serializer_class] = serializer_class(context=context)
+        serializer.fields  # noqa: B018 - bind the fields now, once
+    serializer._context = context
+    return serializer.to_representation(instance)
 
 
 class StrictFieldsMixin:

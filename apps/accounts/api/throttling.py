@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
 from rest_framework.throttling import BaseThrottle
 
 CACHE_ALIAS = "api"
@@ -48,16 +49,28 @@ def count_hit(ident, limit, *, window, now):
     key = f"rl:{ident}:{window}:{start}"
     cache = caches[CACHE_ALIAS]
     try:
-        cache.add(key, 0, timeout=window + 5)
-        try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr: a fresh window
-            cache.add(key, 1, timeout=window + 5)
-            count = 1
+        count = _incr(cache, key, timeout=window + 5)
     except Exception:  # noqa: BLE001 - any cache failure: fail open, loudly
         log.warning("rate-limit cache unavailable; %s not counted", ident, exc_info=True)
         count = 0
     return Quota(limit, count, start + window)
+
+
+def _incr(cache, key, *, timeout):
+    """The key's new count. On Redis: INCR and EXPIRE NX in one round trip (every API
+    request pays it); elsewhere (the embedded mode's memory cache) through the cache API."""
+    if isinstance(cache, RedisCache):
+        full_key = cache.make_and_validate_key(key)
+        pipe = cache._cache.get_client(full_key, write=True).pipeline(transaction=False)
+        pipe.incr(full_key)
+        pipe.expire(full_key, timeout, nx=True)
+        return pipe.execute()[0]
+    cache.add(key, 0, timeout=timeout)
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr: a fresh window
+        cache.add(key, 1, timeout=timeout)
+        return 1
 
 
 class _WindowThrottle(BaseThrottle):

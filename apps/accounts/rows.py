@@ -1,0 +1,72 @@
+"""Model instances from hand-written SQL, for the per-request queries of the API's hot paths
+(authenticating the key, reading one job): there Django spends longer compiling the ORM
+query than PostgreSQL spends running it. Everything else uses the ORM.
+
+The instances are ordinary ones (``Model.from_db``): values pass through the same
+converters the ORM applies (JSON, encrypted fields), and related objects fetched by the same
+join are cached on them as ``select_related`` would.
+"""
+
+from functools import cache
+
+from django.db import connections
+
+
+def select_list(model, alias):
+    """The model's columns, in field order, qualified by ``alias``."""
+    return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+
+
+def fetch_all(sql, params, *models, using="default"):
+    """Run ``sql`` (selecting each model's ``select_list`` in turn, then any other columns)
+    and return, per row, a tuple of one instance per model followed by the other columns."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    result = []
+    for row in found:
+        items, start = [], 0
+        for model in models:
+            width = len(model._meta.concrete_fields)
+            items.append(build(model, row[start:start + width], using))
+            start += width
+        result.append((*items, *row[start:]))
+    return result
+
+
+def fetch_one(sql, params, *models, using="default"):
+    """The first row of ``fetch_all``, or None."""
+    found = fetch_all(sql, params, *models, using=using)
+    return found[0] if found else None
+
+
+def db_value(model, field_name, value, using="default"):
+    """``value`` as a query parameter for the field's column (a UUID is text on SQLite)."""
+    return model._meta.get_field(field_name).get_db_prep_value(value, connections[using], prepared=False)
+
+
+def build(model, values, using="default"):
+    """An instance of ``model`` from its columns' raw values (in ``select_list`` order)."""
+    connection = connections[using]
+    converted = [
+        _convert(value, converters, field, connection)
+        for value, (field, converters) in zip(values, _converters(model, using))
+    ]
+    return model.from_db(using, None, converted)
+
+
+def _convert(value, converters, field, connection):
+    for converter in converters:
+        value = converter(value, field, connection)
+    return value
+
+
+@cache
+def _converters(model, using):
+    """(field, the converters the ORM would apply to its column) per concrete field."""
+    connection = connections[using]
+    result = []
+    for field in model._meta.concrete_fields:
+        column = field.get_col(model._meta.db_table)
+        result.append((field, [*connection.ops.get_db_converters(column), *column.get_db_converters(connection)]))
+    return tuple(result)
