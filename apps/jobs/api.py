@@ -5,6 +5,7 @@ from zoneinfo import ZoneInfo
 
 import django_filters
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -205,8 +206,9 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
             request, *args, **kwargs))
 
     def perform_create(self, serializer):
-        job = serializer.save()
-        self.audit("job.create", job, {"name": job.name})
+        with transaction.atomic():  # one commit for the job and its audit event
+            job = serializer.save()
+            self.audit("job.create", job, {"name": job.name})
 
     def perform_update(self, serializer):
         fields = sorted(serializer.initial_data) if isinstance(serializer.initial_data, dict) else []

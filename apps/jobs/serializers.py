@@ -384,12 +384,12 @@ class JobSerializer(StrictModelSerializer):
     def _check_dependencies(self, job, *, lock=True):
         """In validate (so forms show the problem), and again when saving with the project
         row locked: two concurrent saves cannot close a cycle between them."""
-        if lock:
-            Project.objects.select_for_update().filter(pk=job.project_id).first()
         links = self._links
         if links is None:
             links = [(link.upstream, link.on) for link in job.upstream_links.select_related("upstream")] \
                 if self.instance else []
+        if lock and links:  # a job without upstreams closes no cycle: nothing to serialise
+            Project.objects.select_for_update().filter(pk=job.project_id).first()
         try:
             validation.check_dependencies(job, links)
         except validation.JobInvalid as exc:
@@ -470,6 +470,8 @@ class JobSerializer(StrictModelSerializer):
             self._check_dependencies(job)
             job.save()
             self._save_dependencies(job)
+        if not self._links:
+            job.loaded_links = {"upstream_links": [], "downstream_links": []}  # a new job has none
         return job
 
     def update(self, job, validated_data):

@@ -193,7 +193,7 @@ def check_dependencies(job, links):
                         f"dependencies.{index}.job: {upstream.name} is in another project; a job can only "
                         "depend on jobs of its own project.")
                 for index, (upstream, _) in enumerate(links) if upstream.project_id != job.project_id]
-    if not problems and job.pk is not None:
+    if not problems and links and job.pk is not None:  # without upstreams no cycle can close
         cycle = _cycle(job, {upstream.pk for upstream, _ in links})
         if cycle:
             problems.append(Problem("dependency_cycle", "dependencies",

@@ -17,6 +17,16 @@ if paths_file and paths_file ~= "" then
   end
 end
 
+-- Paced clients (BENCH_THINK_MS): each connection waits about that long (0.5x to 1.5x, so
+-- the clients drift apart) before its next request, like a load-test user with a think
+-- time; without it every connection sends its next request as soon as the answer arrives.
+local think = tonumber(os.getenv("BENCH_THINK_MS") or "")
+if think and think > 0 then
+  function delay()
+    return math.random(math.floor(think / 2), math.floor(think * 3 / 2))
+  end
+end
+
 function done(summary, latency, requests)
   local errors = summary.errors
   io.write(string.format(

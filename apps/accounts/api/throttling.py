@@ -61,7 +61,7 @@ def _incr(cache, key, *, timeout):
     request pays it); elsewhere (the embedded mode's memory cache) through the cache API."""
     if isinstance(cache, RedisCache):
         full_key = cache.make_and_validate_key(key)
-        pipe = cache._cache.get_client(full_key, write=True).pipeline(transaction=False)
+        pipe = _writer(cache).pipeline(transaction=False)
         pipe.incr(full_key)
         pipe.expire(full_key, timeout, nx=True)
         return pipe.execute()[0]
@@ -71,6 +71,15 @@ def _incr(cache, key, *, timeout):
     except ValueError:  # expired between add and incr: a fresh window
         cache.add(key, 1, timeout=timeout)
         return 1
+
+
+def _writer(cache):
+    """The cache's Redis client for writes, made once per process (Django makes a new one,
+    with its table of 170 reply callbacks, on every call); it is thread-safe."""
+    client = getattr(cache, "_throttle_writer", None)
+    if client is None:
+        client = cache._throttle_writer = cache._cache.get_client(write=True)
+    return client
 
 
 class _WindowThrottle(BaseThrottle):
