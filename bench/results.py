@@ -6,6 +6,7 @@ source. ``make bench`` runs it; the chaos soak (``python -m soak``) is included.
     .venv/bin/python bench/results.py                         # everything (an hour or more)
     .venv/bin/python bench/results.py --only bench_schedules --args bench_schedules="--calls 500 --rounds 1"
     .venv/bin/python bench/results.py --quick --output /tmp/RESULTS.md
+    .venv/bin/python bench/results.py --only bench_api --merge   # rerun one, keep the others
 
 Each benchmark uses its own database and Redis index (they refuse the tests' ones), as
 ``make bench`` always did. Figures are never pass/fail; a script that exits non-zero is
@@ -147,12 +148,26 @@ def run(benchmark, extra, quick):
 def section(benchmark, code, output, seconds, args):
     head = [f"## {benchmark.name}", "",
             f"`{shlex.join(['python', *args[1:]]).replace(str(ROOT) + '/', '')}` — {seconds / 60:.1f} min, "
-            f"exit code {code}", ""]
+            f"exit code {code}; {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}, commit {commit()}", ""]
     body = markdown_blocks(output)
     if body is None:
         tail = "\n".join(output.rstrip().splitlines()[-60:])
         body = f"```\n{tail}\n```"
     return "\n".join([*head, body, ""])
+
+
+def merged(path, replaced, sections):
+    """The file's earlier sections (in benchmark order) with those of ``replaced`` swapped
+    for the new ones."""
+    kept = {}
+    if path.exists():
+        for chunk in path.read_text().split("\n## ")[1:]:
+            name = chunk.split("\n", 1)[0].strip()
+            if name not in replaced:
+                kept[name] = "## " + chunk.rstrip() + "\n"
+    new = {text.split("\n", 1)[0][3:].strip(): text for text in sections}
+    order = [b.name for b in benchmarks()]
+    return [{**kept, **new}[name] for name in order if name in kept or name in new]
 
 
 def parse_args(argv):
@@ -162,6 +177,9 @@ def parse_args(argv):
     parser.add_argument("--args", action="append", default=[], metavar="NAME=ARGS",
                         help="extra arguments for one benchmark, e.g. bench_schedules='--calls 500'")
     parser.add_argument("--output", default=str(BENCH / "RESULTS.md"))
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the output file's sections of the benchmarks not run now (each section "
+                             "names its own date and commit)")
     return parser.parse_args(argv)
 
 
@@ -188,9 +206,12 @@ def main(argv=None):
         f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}",
         f"- Machine: {machine()}",
         f"- Commit: {commit()}",
-        f"- Mode: {'quick (smoke run, not for quoting)' if options.quick else 'full'}",
+        f"- Mode: {'quick (smoke run, not for quoting)' if options.quick else 'full'}"
+        f"{'; merged: only ' + ', '.join(b.name for b in selected) + ' ran now, each section gives its own date and commit' if options.merge else ''}",
         f"- Failed: {', '.join(failed) if failed else 'none'}", "",
     ]
+    if options.merge:
+        sections = merged(Path(options.output), {b.name for b in selected}, sections)
     Path(options.output).write_text("\n".join(header + sections))
     print(f"wrote {options.output}", flush=True)
     return 1 if failed else 0
