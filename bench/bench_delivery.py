@@ -13,9 +13,11 @@ a delivery counts once its ``succeeded`` row is committed (the benchmark counts 
 over time).
 
 Configurations: a fast target (answers 200 at once) with 1 and 2 worker processes; a target
-that takes 1 s to answer with 1 worker process; and, as the ceiling for Python, a bare
-``requests.Session`` loop against the same fast target (sequential, and with as many
-threads as a worker's in-flight pool).
+that takes 1 s to answer with 1 worker process (a worker process = one ``celery worker``
+command with the Procfile's pool, prefork: its pool children included); the same two
+targets with the threads pool the Procfile had before, for comparison; and, as the ceiling
+for Python, a bare ``requests.Session`` loop against the same fast target (sequential, and
+with as many threads as a worker's in-flight pool).
 
 The target is an asyncio HTTP/1.1 keep-alive server in its own process (this file run with
 ``--serve-target``): no dependency, ~10 µs of CPU per request, and the 1 s answer is a timer,
@@ -595,8 +597,17 @@ def render(meta, args, results, bare_seq, bare_threads, config_fast, config_slow
     out.append(f"- CPU: worker process {ours_cpu:.2f} ms − bare client {bare_cpu:.2f} ms = "
                f"**{ours_cpu - bare_cpu:.2f} ms of one core per delivery**; counting the PostgreSQL and Redis "
                f"work the worker causes too: {ours_all:.2f} − {bare_cpu:.2f} = {ours_all - bare_cpu:.2f} ms.")
-    out.append(f"- Wall clock (one process ≈ one core under the GIL): 1000 / rate = {ours_wall:.2f} ms − "
-               f"{bare_wall:.2f} ms = {ours_wall - bare_wall:.2f} ms.")
+    if config_fast.pool == "prefork":
+        note = (f"the bare loop runs on one core at a time under the GIL, the worker's {config_fast.concurrency} "
+                "pool children on both cores: this flatters the worker; read the CPU figure")
+    else:
+        note = "one process ≈ one core under the GIL"
+    seq_cpu = median([1000 * b["cpu"] / b["requests"] for b in bare_seq]) if bare_seq else float("nan")
+    out.append(f"- CPU against the one-thread bare loop (no thread contention: the cheapest a Python client "
+               f"gets): {ours_cpu:.2f} − {seq_cpu:.2f} = **{ours_cpu - seq_cpu:.2f} ms**; with PostgreSQL and "
+               f"Redis: {ours_all:.2f} − {seq_cpu:.2f} = {ours_all - seq_cpu:.2f} ms.")
+    out.append(f"- Wall clock ({note}): 1000 / rate = {ours_wall:.2f} ms − {bare_wall:.2f} ms = "
+               f"{ours_wall - bare_wall:.2f} ms.")
     return "\n".join(out)
 
 
@@ -658,11 +669,27 @@ the worker processes (with their children), PostgreSQL (the benchmark database's
 the WAL writer, background writer and checkpointer), Redis and the target, and divided by
 the deliveries. "Other load" is the rest of the machine's CPU over the run, in cores: other
 people's processes (this machine is shared), so a high figure marks a disturbed run.
-Overhead per delivery = the worker process's CPU per delivery minus the bare threaded
-loop's CPU per request: milliseconds of one core, since a Python process runs Python on one
-core at a time (the GIL), so one worker process is one core-equivalent. The same with the
+Overhead per delivery = the worker's CPU per delivery (main process and pool children)
+minus the bare threaded loop's CPU per request: milliseconds of one core. The same with the
 PostgreSQL and Redis work the worker causes, and a wall-clock version (1000 / deliveries
-per second of one process, minus the same for the bare loop) are given as cross-checks.
+per second of one worker, minus the same for the bare loop) are given as cross-checks; the
+bare loop runs Python on one core at a time (the GIL), a prefork worker's children on both
+cores, so the wall-clock version flatters a prefork worker.
+
+**Worker pool.** The Procfile's: prefork, `WORKER_CONCURRENCY` (4) children per worker,
+prefetch 1, `DELIVERY_MAX_INFLIGHT` requests in flight per child. "1 worker process" is one
+`celery worker` command as a Procfile line runs it: its main process with its pool children,
+which it starts, supervises and stops (one process in the Procfile's and the process
+manager's sense; the CPU columns count the children too). "2 worker processes" are two such
+commands (8 children on 2 cores). Each child runs one message (up to `PUBLISH_CHUNK` runs) at
+a time and waits for its runs at most `DELIVERY_HANDOFF_SECONDS` (5 s; runs still waiting
+then go to the child's late recorder and the child takes its next message), so against the
+1 s target a worker has about `WORKER_CONCURRENCY` × 100 runs in flight: that, not CPU, sets
+the slow figure. (Measured on this machine, one run each: 4 children ~300/s, 3 children
+~250/s, 2 children ~180/s (the previous full run); 4 children with `DELIVERY_HANDOFF_SECONDS=1` ~320/s, with `0.5`
+~460/s, 2 children with `0.5` ~260/s.) The configurations marked
+"comparison" run the pool the Procfile had before (threads, 8 task threads in one process
+sharing one GIL).
 """
 
 
@@ -697,12 +724,14 @@ def main():
     parser.add_argument("--repeat", type=int, default=5, help="runs per configuration (median)")
     parser.add_argument("--deliveries", type=int, default=20000, help="deliveries per fast-target run")
     parser.add_argument("--slow-deliveries", type=int, default=4000, help="deliveries per 1 s-target run")
-    parser.add_argument("--pool", default="threads", choices=("threads", "prefork", "solo"))
+    parser.add_argument("--pool", default=None, choices=("threads", "prefork", "solo"),
+                        help="worker --pool (default: the Procfile's)")
     parser.add_argument("--concurrency", type=int, default=None, help="worker --concurrency (default: the Procfile's)")
     parser.add_argument("--inflight", type=int, default=None, help="DELIVERY_MAX_INFLIGHT (default: the settings')")
     parser.add_argument("--prefetch", type=int, default=None, help="CELERY_WORKER_PREFETCH_MULTIPLIER")
-    parser.add_argument("--only", default="fast1,fast2,slow1,prefork2,bare",
-                        help="configurations to run: fast1, fast2, slow1, prefork2, bare")
+    parser.add_argument("--only", default="fast1,fast2,slow1,threads1,threadsslow1,bare",
+                        help="configurations to run: fast1, fast2, slow1, threads1 and threadsslow1 (the "
+                             "earlier threads pool, for comparison), bare")
     parser.add_argument("--chunk", type=int, default=None,
                         help="ids per published message (default: publishing.PUBLISH_CHUNK)")
     parser.add_argument("--quiet-wait", type=float, default=QUIET["max_wait"],
@@ -731,7 +760,7 @@ def main():
         publishing.PUBLISH_CHUNK = args.chunk
     args.chunk = publishing.PUBLISH_CHUNK
     concurrency = args.concurrency or int(os.environ.get("WORKER_CONCURRENCY", procfile_concurrency()))
-    config = WorkerConfig(args.pool, concurrency, args.inflight or settings.DELIVERY_MAX_INFLIGHT,
+    config = WorkerConfig(args.pool or procfile_pool(), concurrency, args.inflight or settings.DELIVERY_MAX_INFLIGHT,
                           args.prefetch or settings.CELERY_WORKER_PREFETCH_MULTIPLIER)
     args.bare_threads = config.inflight
     meta = machine()
@@ -745,13 +774,16 @@ def main():
         meter_groups = {"postgres": postgres_pids, "redis": lambda: [redis_pid()], "target": lambda: [target.pid],
                         "bench": lambda: [os.getpid()]}
         results = []
-        prefork = WorkerConfig("prefork", 2, config.inflight, config.prefetch)
+        # The pool the Procfile had before (comparison): 8 task threads in one process.
+        threads = WorkerConfig("threads", 8, config.inflight, config.prefetch)
         for key, name, worker_config, processes, path, n in (
             ("fast1", "fast target, 1 worker process", config, 1, "/hook", args.deliveries),
             ("fast2", "fast target, 2 worker processes", config, 2, "/hook", args.deliveries),
             ("slow1", "1 s target, 1 worker process", config, 1, "/slow", args.slow_deliveries),
-            ("prefork2", "fast target, 1 prefork worker with 2 children (comparison)", prefork, 1, "/hook",
+            ("threads1", "fast target, 1 threads worker, concurrency 8 (comparison)", threads, 1, "/hook",
              args.deliveries),
+            ("threadsslow1", "1 s target, 1 threads worker, concurrency 8 (comparison)", threads, 1, "/slow",
+             args.slow_deliveries),
         ):
             if key in only:
                 log(f"{name}: {worker_config.label()}")
@@ -781,6 +813,13 @@ def main():
                    ".venv/bin/python bench/bench_delivery.py " + " ".join(sys.argv[1:]))
         write_readme(text, command.strip())
         log("figures written to bench/README.md")
+
+
+def procfile_pool():
+    """The ``--pool`` of the Procfile's worker lines (Celery's default, prefork, when absent)."""
+    words = next(line for line in (ROOT / "Procfile").read_text().splitlines()
+                 if line.startswith("worker_pro:")).split()
+    return words[words.index("--pool") + 1] if "--pool" in words else "prefork"
 
 
 def procfile_concurrency():

@@ -325,12 +325,14 @@ OUTBOUND_ALLOWED_PORTS = env_str("OUTBOUND_ALLOWED_PORTS", "80,443,1024-65535")
 RESPONSE_BODY_MAX_BYTES = env_int("RESPONSE_BODY_MAX_BYTES", 16 * 1024)
 
 # --- Delivery (workers) ---
-# Deliveries one worker process keeps in flight (its HTTP threads); a task waits for free
-# slots before it claims its runs. Against endpoints that take 1 s, this is roughly the
-# deliveries per second of one process (bench/README.md).
+# Deliveries one worker pool process (a prefork child) keeps in flight (its HTTP threads);
+# a task waits for free slots before it claims its runs.
 DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 256)
 # How long a task waits for its slowest runs before the process's late recorder takes
-# them over and the task moves on (a hanging endpoint must not hold a worker thread).
+# them over and the task moves on (a hanging endpoint must not hold a worker thread). A
+# prefork child runs one task at a time, so this also sets how soon it takes its next
+# message: against endpoints that take 1 s, 0.5 s gave ~460 deliveries/s per worker (4
+# children) where 5 s gave ~300 (bench/README.md).
 DELIVERY_HANDOFF_SECONDS = env_float("DELIVERY_HANDOFF_SECONDS", 5.0)
 DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)
 DELIVERY_LEASE_MARGIN = env_int("DELIVERY_LEASE_MARGIN", 60)

@@ -1,6 +1,8 @@
 """The outbound side of a worker process: address policy, HTTP session, shared guards.
 
-One of each per process, built on first use, so connections are pooled across runs.
+One of each per process, built on first use, so connections are pooled across runs. A
+forked process (a prefork pool's child) forgets its parent's and builds its own: pooled
+sockets shared by two processes would interleave their requests and answers.
 
 A worker admits and settles the runs of a batch together: ``Guards``' ``*_many`` methods
 run the engine's Redis scripts (``cronsvc.delivery.limits`` and ``.breaker``) for every run
@@ -12,6 +14,7 @@ arguments its single calls pass: a change to those scripts must be made here too
 tests in tests/delivery exercise every path).
 """
 
+import os
 import threading
 import time
 from functools import cached_property, lru_cache
@@ -273,6 +276,17 @@ def guards():
 
 def wall_clock():
     return time.time()
+
+
+def _forget_parent_clients():
+    """In a forked child: drop the parent's HTTP pools, Redis client and guards (each is
+    built again on first use). The parent's sockets are only dereferenced here, never shut
+    down, so the parent keeps using them."""
+    for cached in (_session, redis_client, guards):
+        cached.cache_clear()
+
+
+os.register_at_fork(after_in_child=_forget_parent_clients)
 
 
 def _text(value):

@@ -1,7 +1,12 @@
 import gc
+import os
+import signal
+import threading
+import time
 
 from celery import shared_task
-from celery.signals import task_prerun, worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import (task_postrun, task_prerun, worker_process_init, worker_process_shutdown, worker_ready,
+                            worker_shutdown)
 from django.db import close_old_connections
 
 from .delivery import run_batch, wait_for_late_runs
@@ -25,6 +30,7 @@ def _reuse_connections(**kwargs):
     closed before a task (the next query opens a fresh one). Celery's Django fix-up would
     close them before and after every task — a new PostgreSQL connection per task —
     unless CELERY_DB_REUSE_MAX is set (config/settings.py)."""
+    _child_termination.task_started()
     close_old_connections()
 
 
@@ -43,3 +49,81 @@ def _freeze_startup_objects(**kwargs):
 def _finish_late_runs(**kwargs):
     wait_for_late_runs(LATE_RUNS_SHUTDOWN_WAIT)
 
+
+@task_postrun.connect
+def _after_task(**kwargs):
+    _child_termination.task_finished()
+
+
+@worker_process_init.connect
+def _in_pool_child(**kwargs):
+    _child_termination.enable()
+
+
+class _ChildTermination:
+    """A prefork pool child lets the run it holds finish when SIGTERM reaches it directly.
+
+    Heroku, honcho's Ctrl-C and ``kill -TERM -<pgid>`` signal every process of the group,
+    the pool's children too, not only the main worker process. billiard's handler would
+    raise SystemExit wherever the child's task happens to be: between taking a result
+    and recording it, or inside the recording transaction. The run would then wait for
+    its lease to end and be sent again. Here a SIGTERM that arrives during a task is held
+    until the task returns (at most DELIVERY_HANDOFF_SECONDS plus the recording: the
+    runs still in flight then go to the late recorder, which the child waits for on its
+    way out, see ``_finish_late_runs``); the child then handles it as billiard would.
+    Meanwhile the main process's warm shutdown waits for the task and then stops its
+    children itself. A SIGTERM between tasks is billiard's as before (the main process
+    sends it on a cold shutdown too)."""
+
+    # After the task returns, the child first hands its result to the main process.
+    RESEND_AFTER = 0.2
+
+    def __init__(self):
+        self.pid = None
+        self.in_task = False
+        self.held = False
+        self.original = None
+
+    def enable(self):
+        self.pid = os.getpid()
+        self.in_task = self.held = False
+        self.original = None
+
+    def _active(self):
+        return self.pid == os.getpid() and threading.current_thread() is threading.main_thread()
+
+    def task_started(self):
+        if not self._active():
+            return
+        # billiard installs its own handler after worker_process_init: wrap it at the first task.
+        current = signal.getsignal(signal.SIGTERM)
+        if current is not self._on_sigterm:
+            self.original = current
+            signal.signal(signal.SIGTERM, self._on_sigterm)
+        self.in_task = True
+
+    def task_finished(self):
+        if not self._active():
+            return
+        self.in_task = False
+        if self.held:
+            threading.Thread(target=self._resend, name="sigterm-resend", daemon=True).start()
+
+    def _resend(self):
+        time.sleep(self.RESEND_AFTER)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def _on_sigterm(self, signum, frame):
+        if self.in_task:
+            self.held = True
+            return
+        self.held = False
+        original = self.original
+        if callable(original):
+            original(signum, frame)
+        elif original != signal.SIG_IGN:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+_child_termination = _ChildTermination()

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import time
 from datetime import timedelta
 
 import pytest
@@ -114,3 +115,30 @@ def test_a_failed_attempt_is_retried_through_the_database(tmp_path, make_tenant,
     assert list(execution.attempts.order_by("number").values_list("outcome", "response_status")) == [
         ("failed", 503), ("succeeded", 200)]
     assert [r.headers["webhook-id"] for r in target.requests_to("/flaky")] == [str(execution.id)] * 2
+
+
+@pytest.mark.parametrize("handoff", [30.0, 0.5], ids=["task-waiting", "late-recorder"])
+def test_sigterm_mid_request_finishes_and_records_the_run(tmp_path, make_tenant, make_job, target, handoff):
+    """Warm shutdown with the Procfile's pool (prefork: SIGTERM reaches every process of the
+    group, the pool's children too): a request in flight is finished and recorded once, both
+    while its task still waits for it and after the task handed it to the child's late
+    recorder (DELIVERY_HANDOFF_SECONDS), and the worker exits 0."""
+    tenant = make_tenant(plan="enterprise")
+    queue = use_private_queue(tenant)
+    job = make_job(tenant, url=target.url("/slow?seconds=3"), timeout_seconds=10)
+    worker = start_worker(tmp_path, [queue], name="terminated", DELIVERY_HANDOFF_SECONDS=handoff, **FAST)
+    try:
+        wait_for(lambda: "ready" in worker.output(), timeout=30, message="the worker to start")
+        execution = trigger_now(job)
+        wait_for(lambda: target.requests_to("/slow"), timeout=30, message="the request to arrive")
+        if handoff < 1:
+            time.sleep(1.0)  # the task has returned (its message acknowledged): only the late recorder holds the run
+        os.killpg(worker.popen.pid, signal.SIGTERM)
+        code = worker.popen.wait(30)
+    finally:
+        worker.stop()
+    assert code == 0, worker.output()[-3000:]
+    execution.refresh_from_db()
+    assert execution.status == "succeeded", worker.output()[-3000:]
+    assert execution.attempts.count() == 1
+    assert len(target.requests_to("/slow")) == 1

@@ -60,10 +60,18 @@ def start_scheduler(tmp_path, name="scheduler", **env):
 
 
 def start_worker(tmp_path, queues, name="worker", concurrency=4, **env):
+    """A Celery worker with the Procfile's pool (``procfile_pool``), so the tests exercise
+    what production runs."""
     args = [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", ",".join(queues),
-            "--pool", "threads", "--concurrency", str(concurrency), "--hostname", f"{name}@%h",
+            "--pool", procfile_pool(), "--concurrency", str(concurrency), "--hostname", f"{name}@%h",
             "--without-mingle", "--without-gossip", "--loglevel", "INFO"]
     return Process(args, process_env(**env), tmp_path / f"{name}.log")
+
+
+def procfile_pool(name="worker_pro"):
+    """The ``--pool`` of a Procfile worker line (Celery's default, prefork, when absent)."""
+    words = procfile_command(name).split()
+    return words[words.index("--pool") + 1] if "--pool" in words else "prefork"
 
 
 def wait_for(predicate, timeout, interval=0.1, message="condition"):
