@@ -205,6 +205,15 @@ def _insert_statement(org, job_ids):
     return statement, params
 
 
+def analyze():
+    """Fresh planner statistics, as autovacuum would have them on a live system: without
+    them PostgreSQL may read a job through its organization's index, row by row."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+
 def deep_cursor(org, depth):
     """A keyset cursor ``depth`` rows down, encoded as DRF's CursorPagination encodes it."""
     from django.db import connection
@@ -421,6 +430,7 @@ def main():
     run_id = str(int(time.time()))
     org, project, key, job_ids = prepare_tenant(args.jobs, run_id)
     load_executions(org, job_ids, args.executions)
+    analyze()
     cursor = deep_cursor(org, args.executions // 2)
 
     paths = {
@@ -477,7 +487,7 @@ def main():
         Job.objects.filter(organization=org, name__startswith="bench create").delete()
 
     header = (f"{machine()}; PostgreSQL and Redis on the same machine; wrk on the same machine (2 threads).  \n"
-              f"gunicorn: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset: 2')}).  \n"
+              f"gunicorn: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset: 4')}).  \n"
               f"{args.executions:,} executions, {len(job_ids):,} jobs; median of {args.runs} runs of {args.seconds} s "
               f"per cell; load avg = 1-minute load average at the end of each run (other processes included).  \n"
               f"Clients {', '.join(map(str, connections_list))}: closed loop (each connection sends its next request "

@@ -35,11 +35,11 @@ from cronsvc.schedules import ScheduleError, describe, next_runs, validate_sched
 from cronsvc.schedules.parse import format_instant
 
 from .health import STATUSES, health_filter
-from .models import Job
+from .models import Job, JobDependency
 from .scheduling import job_schedule
 from .serializers import (
     ImportCrontabSerializer, ImportResultSerializer, JobSerializer, NextRunsQuerySerializer, RunsSerializer,
-    SchedulePreviewSerializer, import_crontab, load_links, plan_limit_error,
+    SchedulePreviewSerializer, import_crontab, attach_links, load_links, plan_limit_error,
 )
 from .services import pause_job, resume_job
 from .validation import PlanLimit
@@ -110,20 +110,26 @@ class JobFilter(django_filters.FilterSet):
 
 
 def _job_of(actor, pk):
-    """The job ``pk`` of the actor's organization and projects, or None (a malformed id
-    included). Hand-written SQL: every job endpoint reads it, and compiling the ORM query
-    costs more than running it."""
+    """The job ``pk`` of the actor's organization and projects with its dependency links
+    attached, or None (a malformed id included). One hand-written query: every job
+    endpoint reads it, and compiling the ORM's query and prefetches costs more than running
+    them."""
     try:
         pk = Job._meta.pk.to_python(pk)
     except DjangoValidationError:
         return None
-    sql = (f'SELECT {rows.select_list(Job, "j")} FROM "{Job._meta.db_table}" j '
-           'WHERE j."id" = %s AND j."organization_id" = %s')
-    found = rows.fetch_one(sql, [rows.db_value(Job, "id", pk),
-                                 rows.db_value(Job, "organization", actor.organization.pk)], Job)
-    if found is None or (actor.project_ids is not None and found[0].project_id not in actor.project_ids):
+    job_table, link_table = Job._meta.db_table, JobDependency._meta.db_table
+    sql = (f'SELECT {rows.select_list(Job, "j")}, {rows.select_list(JobDependency, "d")}, dj."name" '
+           f'FROM "{job_table}" j '
+           f'LEFT JOIN "{link_table}" d ON d."upstream_id" = j."id" OR d."downstream_id" = j."id" '
+           f'LEFT JOIN "{job_table}" dj ON dj."id" = d."downstream_id" '
+           'WHERE j."id" = %s AND j."organization_id" = %s ORDER BY d."id"')
+    found = rows.fetch_all(sql, [rows.db_value(Job, "id", pk),
+                                 rows.db_value(Job, "organization", actor.organization.pk)], Job, JobDependency)
+    if not found or (actor.project_ids is not None and found[0][0].project_id not in actor.project_ids):
         return None
-    return found[0]
+    job = found[0][0]
+    return attach_links([job], [(dependency, name) for _, dependency, name in found])[0]
 
 
 @extend_schema_view(
@@ -180,7 +186,8 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         if job is None:
             raise NotFound()
         self.check_object_permissions(self.request, job)
-        return self._complete([job])[0]
+        job.organization = self.actor.organization  # as loaded by authentication, with its plan
+        return job
 
     def retrieve(self, request, *args, **kwargs):
         return Response(represent(JobSerializer, self.get_object(), self.get_serializer_context()))
@@ -196,7 +203,7 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
 
     def _complete(self, jobs):
         """The caller's organization (and plan) as loaded by authentication, rather than
-        joined again per job, and the dependency links in one query."""
+        joined again per job, and the page's dependency links in one query."""
         for job in jobs:
             job.organization = self.actor.organization
         return load_links(jobs)

@@ -505,17 +505,25 @@ class Link:
 def load_links(jobs):
     """Attach every job's upstream and downstream links, read in one hand-written query (the
     ORM's two prefetches cost several times the query itself: most of a job read)."""
-    by_id = {job.pk: job for job in jobs}
-    for job in jobs:
-        job.loaded_links = {"upstream_links": [], "downstream_links": []}
-    if not by_id:
+    if not jobs:
         return jobs
-    ids = [rows.db_value(Job, "id", pk) for pk in by_id]
+    ids = [rows.db_value(Job, "id", job.pk) for job in jobs]
     marks = ", ".join(["%s"] * len(ids))
     sql = (f'SELECT {rows.select_list(JobDependency, "d")}, j."name" '
            f'FROM "{JobDependency._meta.db_table}" d JOIN "{Job._meta.db_table}" j ON j."id" = d."downstream_id" '
            f'WHERE d."upstream_id" IN ({marks}) OR d."downstream_id" IN ({marks}) ORDER BY d."id"')
-    for dependency, downstream_name in rows.fetch_all(sql, ids + ids, JobDependency):
+    return attach_links(jobs, rows.fetch_all(sql, ids + ids, JobDependency))
+
+
+def attach_links(jobs, found):
+    """Give each job its links from ``found``, pairs of (JobDependency, its downstream's
+    name) in link order; a pair whose dependency has no id (an outer join's miss) is none."""
+    by_id = {job.pk: job for job in jobs}
+    for job in jobs:
+        job.loaded_links = {"upstream_links": [], "downstream_links": []}
+    for dependency, downstream_name in found:
+        if dependency.pk is None:
+            continue
         link = Link(dependency.upstream_id, dependency.downstream_id, dependency.on, downstream_name)
         if link.downstream_id in by_id:
             by_id[link.downstream_id].loaded_links["upstream_links"].append(link)
