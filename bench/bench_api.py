@@ -470,7 +470,7 @@ def main():
                     wait_until_idle(port)
                 results[(name, connections)] = cell = median_of(runs)
                 log_cell(name, connections, cell)
-            if args.paced and name != "baseline":
+            if args.paced:  # /healthz too: this machine's floor for a request after a pause
                 paced_env = {**env, "BENCH_THINK_MS": str(args.think_ms)}
                 runs = []
                 for _ in range(args.runs):
