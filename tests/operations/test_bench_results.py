@@ -36,3 +36,18 @@ def test_a_quick_run_writes_the_file_with_machine_date_and_commit(tmp_path):
     for field in ("- Date: ", "- Machine: ", "CPUs", "RAM", "- Commit: "):
         assert field in text
     assert results.main(["--only", "nothing-by-that-name", "--output", str(out)]) == 2
+
+
+def test_merge_keeps_the_sections_not_run_now_in_benchmark_order(tmp_path):
+    results = load_results()
+    out = tmp_path / "RESULTS.md"
+    out.write_text("# Benchmark results\n\n- Date: earlier\n\n## soak\n\nsoak table\n\n### Chaos soak\n\n"
+                   "| a |\n\n## bench_schedules\n\nold schedules figures\n")
+    code = results.main(["--only", "bench_schedules", "--args", "bench_schedules=--calls 100 --rounds 1",
+                         "--output", str(out), "--merge"])
+    text = out.read_text()
+    assert code == 0
+    assert "old schedules figures" not in text and "cronsvc.schedules next_run" in text
+    assert "soak table\n\n### Chaos soak\n\n| a |" in text  # kept whole, sub-headings included
+    assert text.index("## bench_schedules") < text.index("## soak")  # bench_* first, the soak last
+    assert "merged: only bench_schedules ran now" in text
