@@ -314,6 +314,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 SCHEDULER_BATCH_SIZE = env_int("SCHEDULER_BATCH_SIZE", 500)
 SCHEDULER_MAX_SLEEP = env_float("SCHEDULER_MAX_SLEEP", 1.0)
 SWEEPER_REPUBLISH_AFTER = env_int("SWEEPER_REPUBLISH_AFTER", 60)
+# A queued run whose queue holds no waiting message is published again sooner: its message
+# cannot be in line (a scheduler killed between its commit and its publish, a broker restart).
+SWEEPER_REPUBLISH_IDLE_AFTER = env_int("SWEEPER_REPUBLISH_IDLE_AFTER", 10)
 SWEEPER_INTERVAL = env_float("SWEEPER_INTERVAL", 5.0)
 MISFIRE_ON_TIME_SECONDS = env_int("MISFIRE_ON_TIME_SECONDS", 60)
 REGIONS = env_list("REGIONS", [])

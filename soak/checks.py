@@ -152,8 +152,7 @@ def lag_figures(findings, lags, faults, first_fault_at, end_at):
     threshold = max(2.0, 2 * _pct(baseline, 99))
     starts = sorted(f["at"] for f in faults)
     for fault in faults:
-        later = [s for s in starts if s > fault["at"]]
-        fault["recovery"] = _recovery(fault, lags, threshold, later[0] if later else end_at)
+        fault["recovery"] = _recovery(fault, lags, threshold, starts)
     windows = [(f["at"], f["at"] + max(f["recovery"], (f["until"] or f["at"]) - f["at"])) for f in faults]
     inside = sorted(lag for at, lag, _ in lags if any(a <= at <= b for a, b in windows))
     outside = sorted(lag for at, lag, _ in lags if not any(a <= at <= b for a, b in windows))
@@ -164,14 +163,21 @@ def lag_figures(findings, lags, faults, first_fault_at, end_at):
     findings.figures.append(("a run counts as late (for recovery) above", f"{threshold:.2f} s"))
 
 
-def _recovery(fault, lags, threshold, next_fault_at):
-    """Seconds from the fault's start until the last run it delayed reached the target:
-    the late runs among those scheduled from 10 s before it (in flight when it struck)
-    until the next fault began, and the repeats it caused."""
+def _recovery(fault, lags, threshold, starts):
+    """Seconds from the fault's start until the last run it delayed reached the target,
+    and its repeats. A late run is the doing of the last fault that began before it
+    arrived (and at most 10 s before it was due: in flight when it struck), so a run due
+    just before the next fault and held up by that one is not billed to this one."""
     start = fault["at"]
-    late = [arrived for at, lag, arrived in lags if start - 10 <= at < next_fault_at and lag > threshold]
+    late = [arrived for at, lag, arrived in lags
+            if lag > threshold and at >= start - 10 and _last_start_before(starts, arrived) == start]
     ends = [*late, fault.get("last_repeat", start), fault["until"] or start]
     return max(0.0, max(ends) - start)
+
+
+def _last_start_before(starts, moment):
+    before = [s for s in starts if s <= moment]
+    return before[-1] if before else None
 
 
 def _pct(values, p):

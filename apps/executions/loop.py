@@ -16,7 +16,7 @@ from apps.jobs.models import Job
 from apps.observability import metrics
 from apps.observability.heartbeats import Beat
 
-from . import publishing, sweeper
+from . import broker_queues, publishing, sweeper
 from .scheduler import claim_due
 
 log = logging.getLogger("cronsvc.scheduler")
@@ -105,7 +105,8 @@ class SchedulerLoop:
         self.state.last_sweep = time.monotonic()
         now = self.clock()
         recovered = sweeper.recover_expired_leases(now)
-        lost = sweeper.stale(now, republish_after=settings.SWEEPER_REPUBLISH_AFTER)
+        lost = sweeper.stale(now, republish_after=settings.SWEEPER_REPUBLISH_AFTER,
+                             idle_queues=self._idle_queues(), idle_after=settings.SWEEPER_REPUBLISH_IDLE_AFTER)
         rows = recovered + lost
         metrics.record_sweep(len(recovered), len(lost))
         if rows:
@@ -115,6 +116,16 @@ class SchedulerLoop:
         metrics.BACKLOG.set(backlog)
         if backlog:
             log.warning("scheduler backlog: %d jobs due more than a second ago are not claimed yet", backlog)
+
+    @staticmethod
+    def _idle_queues():
+        """Queues with no message waiting (none when the broker cannot say)."""
+        try:
+            return [queue for queue, depth in broker_queues.queue_depths(broker_queues.known_queues()).items()
+                    if depth == 0]
+        except Exception:  # noqa: BLE001 - the sweep goes on with the long delay only
+            log.warning("queue depths unavailable; lost messages wait SWEEPER_REPUBLISH_AFTER", exc_info=True)
+            return []
 
     def backlog(self, now, cap=10_000):
         """Jobs due for over a second and still unclaimed (capped count)."""

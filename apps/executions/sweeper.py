@@ -2,7 +2,9 @@
 
 - A run committed as ``queued`` whose message never reached a worker (broker down,
   scheduler killed between commit and publish, Redis restarted) is published again
-  after SWEEPER_REPUBLISH_AFTER seconds.
+  after SWEEPER_REPUBLISH_IDLE_AFTER seconds when its queue holds no waiting message (so
+  its message cannot be waiting there), else after SWEEPER_REPUBLISH_AFTER seconds (a
+  backlog: its message may still be in line, and re-sending it would only lengthen it).
 - A retry waiting in the database (``published_at`` empty, ``next_attempt_at`` passed)
   is published when it comes due.
 - A run left ``running`` past its lease (its worker died) is handed back to the queue.
@@ -41,11 +43,16 @@ def due_retries(now, *, limit=1000):
     return _claim(queryset.order_by("next_attempt_at"), limit, published_at=now)
 
 
-def stale(now, *, republish_after, limit=1000):
+def stale(now, *, republish_after, limit=1000, idle_queues=(), idle_after=None):
     """Mark and return (id, queue) of queued runs published so long ago that their message
-    must have been lost (broker restarted, publish failed after the commit)."""
-    cutoff = now - timedelta(seconds=republish_after)
-    queryset = Execution.objects.filter(status=QUEUED, published_at__lt=cutoff)
+    must have been lost (broker restarted, publish failed after the commit): after
+    ``republish_after`` seconds, or ``idle_after`` in ``idle_queues`` (queues with no
+    message waiting). A message a worker holds but has not claimed yet may be sent twice:
+    harmless, the claim is atomic."""
+    lost = Q(published_at__lt=now - timedelta(seconds=republish_after))
+    if idle_queues and idle_after is not None:
+        lost |= Q(queue__in=list(idle_queues), published_at__lt=now - timedelta(seconds=idle_after))
+    queryset = Execution.objects.filter(Q(status=QUEUED) & lost)
     return _claim(queryset.order_by("published_at"), limit, published_at=now)
 
 

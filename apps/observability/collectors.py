@@ -5,54 +5,16 @@ Both are bounded: the known queues only (one pipelined LLEN each), and at most
 BREAKER_SCAN_LIMIT breaker keys (SCAN, then pipelined HGET)."""
 
 import logging
-import os
 
-from django.conf import settings
 from prometheus_client.core import GaugeMetricFamily
 
-from .health import _redis
+from apps.executions.broker_queues import known_queues, queue_depths
 
 log = logging.getLogger("cronsvc.metrics")
 
 BREAKER_PREFIX = "cronsvc:cb:"
 BREAKER_SCAN_LIMIT = 10_000
 BREAKER_STATES = ("closed", "open", "half_open")
-# kombu's Redis transport keeps messages with a priority in extra lists named like this.
-PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
-
-
-def known_queues():
-    from apps.billing.models import Plan
-    from apps.executions.routing import DEFAULT_QUEUE, all_run_queues
-
-    plan_queues = sorted(set(Plan.objects.values_list("queue", flat=True)))
-    return [DEFAULT_QUEUE, *all_run_queues(plan_queues)]
-
-
-def queue_depths(queues):
-    url = settings.CELERY_BROKER_URL
-    if url.startswith("filesystem://"):
-        return _folder_depths(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"], queues)
-    client = _redis(url)
-    pipe = client.pipeline(transaction=False)
-    for queue in queues:
-        for suffix in PRIORITY_SUFFIXES:
-            pipe.llen(queue + suffix)
-    counts = pipe.execute()
-    step = len(PRIORITY_SUFFIXES)
-    return {queue: sum(counts[i * step:(i + 1) * step]) for i, queue in enumerate(queues)}
-
-
-def _folder_depths(folder, queues):
-    # kombu's filesystem transport names each message <time>_<uuid>.<queue>.msg
-    depths = dict.fromkeys(queues, 0)
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            stem, _, _ = entry.name.rpartition(".msg")
-            queue = stem.partition(".")[2]  # queue names may hold dots themselves
-            if queue in depths:
-                depths[queue] += 1
-    return depths
 
 
 def breaker_states(client):

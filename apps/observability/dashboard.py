@@ -16,10 +16,10 @@ from django.db.models.functions import TruncMinute
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from apps.executions.broker_queues import known_queues, queue_depths
 from apps.executions.models import Attempt, Execution
 
 from . import heartbeats
-from .collectors import known_queues, queue_depths
 
 WINDOW = timedelta(hours=1)
 SAMPLE = 5000

@@ -127,7 +127,7 @@ def test_queue_depth_counts_waiting_messages(client, metrics_open, tenant):
 
 
 def test_embedded_broker_folder_depths(tmp_path):
-    from apps.observability.collectors import _folder_depths
+    from apps.executions.broker_queues import _folder_depths
 
     for name in ("1_a.runs.free.msg", "2_b.runs.free.msg", "3_c.default.msg", "junk.txt"):
         (tmp_path / name).write_text("x")

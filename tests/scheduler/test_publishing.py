@@ -110,3 +110,43 @@ def test_sweeper_hands_back_runs_whose_worker_died(tenant, make_job):
     assert [r[0] for r in rows] == [dead.id]
     dead.refresh_from_db(); alive.refresh_from_db()
     assert (dead.status, alive.status) == ("queued", "running")
+
+
+def test_sweeper_republishes_sooner_from_a_queue_with_nothing_waiting(tenant, make_job, private_queue):
+    from datetime import timedelta
+
+    from apps.executions.sweeper import stale
+
+    job = make_job(tenant)
+    org = tenant.organization
+    idle = Execution.objects.create(job=job, organization=org, scheduled_for=T0, queue=private_queue,
+                                    published_at=T0)
+    busy = Execution.objects.create(job=job, organization=org, scheduled_for=T0 + timedelta(minutes=1),
+                                    queue=private_queue + ".busy", published_at=T0)
+    now = T0 + timedelta(seconds=15)
+    assert stale(now, republish_after=60) == []
+    rows = stale(now, republish_after=60, idle_queues=[private_queue], idle_after=10)
+    assert [r[0] for r in rows] == [idle.id]
+    busy.refresh_from_db()
+    assert busy.published_at == T0  # behind a backlog it waits the long delay
+
+
+@pytest.mark.django_db(transaction=True)
+def test_loop_sweep_reads_the_broker_to_find_idle_queues(settings, tenant, make_job, private_queue, broker):
+    """A run whose message was lost (committed and marked published, never sent: a scheduler
+    killed in between) is sent again after SWEEPER_REPUBLISH_IDLE_AFTER when its queue is
+    empty, but not while other messages wait in that queue."""
+    from datetime import timedelta
+
+    settings.SWEEPER_REPUBLISH_AFTER, settings.SWEEPER_REPUBLISH_IDLE_AFTER = 60, 10
+    job = make_job(tenant)
+    lost = Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=T0,
+                                    queue=private_queue, published_at=T0)
+    loop = SchedulerLoop(batch_size=10, sweep_interval=0, clock=lambda: T0 + timedelta(seconds=15))
+    broker.client.rpush(private_queue, b"a message still in line")
+    loop._maybe_sweep()
+    lost.refresh_from_db()
+    assert lost.published_at == T0
+    broker.client.delete(private_queue)
+    loop._maybe_sweep()
+    assert broker.published_ids(private_queue) == [str(lost.id)]

@@ -97,3 +97,17 @@ def test_the_plan_is_reproducible_from_its_seed():
     assert chaos.plan(7, 600, 2, 2) == chaos.plan(7, 600, 2, 2)
     kills = [e.at for e in chaos.plan(7, 600, 2, 2) if e.action == "kill"]
     assert all(20 <= b - a <= 60 for a, b in zip(kills, kills[1:]))
+
+
+def test_a_late_run_is_billed_to_the_last_fault_before_it_arrived():
+    # (due, lag, arrival) in seconds; faults at 100 (a kill) and 160 (a Redis restart)
+    first = {"at": 100.0, "until": 103.0}
+    second = {"at": 160.0, "until": 162.0}
+    lags = [
+        (95.0, 9.0, 104.0),    # in flight at the first fault: its doing
+        (130.0, 0.1, 130.1),   # on time
+        (158.0, 12.0, 170.0),  # due just before the second fault, held up by it
+    ]
+    starts = [100.0, 160.0]
+    assert checks._recovery(first, lags, 2.0, starts) == 4.0
+    assert checks._recovery(second, lags, 2.0, starts) == 10.0
