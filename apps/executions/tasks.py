@@ -97,7 +97,9 @@ class _ChildTermination:
             return
         # billiard installs its own handler after worker_process_init: wrap it at the first task.
         current = signal.getsignal(signal.SIGTERM)
-        if current is not self._on_sigterm:
+        # ``==``, not ``is``: each ``self._on_sigterm`` is a new bound-method object, and
+        # keeping our own handler as "the original" would make it call itself forever.
+        if current != self._on_sigterm:
             self.original = current
             signal.signal(signal.SIGTERM, self._on_sigterm)
         self.in_task = True
