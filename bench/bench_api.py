@@ -40,11 +40,13 @@ import time
 import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 WRK_DIR = ROOT / "bench" / "wrk"
 sys.path.insert(0, str(ROOT))
+
+from benchenv import log, prepare  # noqa: E402 - bench/ is on sys.path: run as a script
 UTC = timezone.utc
 
 BENCH_ORG = "Bench API"
@@ -63,45 +65,6 @@ SCENARIOS = {  # name -> what it requests
     "executions_deep": "GET /api/v1/executions/?cursor=... (half-way down)",
     "create": "POST /api/v1/jobs/",
 }
-
-
-def log(message):
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-# --- environment -------------------------------------------------------------------------
-
-def configure_environment():
-    db_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cronsvc_bench_api")
-    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/4")
-    db_name = urlsplit(db_url).path.lstrip("/")
-    if "bench" not in db_name:
-        sys.exit(f"refusing to run on database {db_name!r}: its tables are emptied; use e.g. cronsvc_bench_api")
-    if (urlsplit(redis_url).path.lstrip("/") or "0") == "0":
-        sys.exit("refusing to use Redis DB 0 (the tests' index); use e.g. redis://127.0.0.1:6379/4")
-    os.environ.update(DATABASE_URL=db_url, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="config.settings")
-    os.environ.setdefault("SECRET_KEY", "bench-only")
-    os.environ.pop("CELERY_BROKER_URL", None)
-    os.environ.pop("DEBUG", None)
-    return db_url, db_name
-
-
-def ensure_database(db_url, db_name):
-    import psycopg
-
-    admin_url = urlunsplit(urlsplit(db_url)._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db_name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db_name}"')
-            log(f"created database {db_name}")
-
-
-def setup_django():
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0, interactive=False)
 
 
 def ensure_wrk():
@@ -423,10 +386,8 @@ def main():
     if unknown:
         sys.exit(f"unknown scenarios: {', '.join(sorted(unknown))}")
 
-    db_url, db_name = configure_environment()
     ensure_wrk()
-    ensure_database(db_url, db_name)
-    setup_django()
+    prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench_api", "redis://127.0.0.1:6379/4")
     run_id = str(int(time.time()))
     org, project, key, job_ids = prepare_tenant(args.jobs, run_id)
     load_executions(org, job_ids, args.executions)

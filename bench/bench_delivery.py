@@ -45,10 +45,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchenv import log, prepare  # noqa: E402 - bench/ is on sys.path: run as a script
 
 QUEUE = "runs.enterprise"   # the bench's own Redis DB index, so the real queue name is safe
 ORGS = 10                   # enterprise organizations (concurrency cap 500 each)
@@ -150,44 +151,6 @@ def bare_loop(url, threads, total):
 
 
 # --- environment ---------------------------------------------------------------------------
-
-def configure_environment():
-    db_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cronsvc_bench_delivery")
-    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/6")
-    db_name = urlsplit(db_url).path.lstrip("/")
-    if "bench" not in db_name or db_name == "cronsvc_bench" or db_name.startswith("test_"):
-        sys.exit(f"refusing to run on database {db_name!r}: its tables are emptied; use cronsvc_bench_delivery")
-    redis_db = urlsplit(redis_url).path.lstrip("/") or "0"
-    if redis_db in ("0", "5"):
-        sys.exit("refusing Redis DB 0 (the tests') or 5 (the scheduler benchmark's): it is flushed; use /6")
-    os.environ.update(DATABASE_URL=db_url, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="config.settings")
-    os.environ.setdefault("SECRET_KEY", "bench")
-    os.environ.setdefault("OUTBOUND_ALLOWED_NETWORKS", "127.0.0.0/8")
-    os.environ.pop("CELERY_BROKER_URL", None)
-    return db_url, db_name, redis_url
-
-
-def ensure_database(db_url, db_name):
-    import psycopg
-
-    admin_url = urlunsplit(urlsplit(db_url)._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db_name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db_name}"')
-            log(f"created database {db_name}")
-
-
-def setup_django():
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0, interactive=False)
-
-
-def log(message):
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
 
 def sql(statement, params=None):
     from django.db import connection
@@ -749,9 +712,8 @@ def main():
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         sys.exit("another bench_delivery.py is running (they would share the database and the queue)")
-    db_url, db_name, redis_url = configure_environment()
-    ensure_database(db_url, db_name)
-    setup_django()
+    prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench_delivery", "redis://127.0.0.1:6379/6",
+            refused_dbs=("cronsvc_bench",), refused_redis=("0", "5"), OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8")
     from django.conf import settings
 
     from apps.executions import publishing

@@ -19,58 +19,22 @@ Prints figures; never passes or fails on a timing. See bench/README.md ("Retenti
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchenv import log, prepare  # noqa: E402 - bench/ is on sys.path: run as a script
 UTC = timezone.utc
 DAYS = 60
 RETENTION_DAYS = 30
 INSERT_CHUNK = 250_000
 BENCH_ORG = "Bench retention"
-
-
-def log(message):
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def configure_environment():
-    db_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cronsvc_bench_retention")
-    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/7")
-    db_name = urlsplit(db_url).path.lstrip("/")
-    if "bench" not in db_name:
-        sys.exit(f"refusing to run on database {db_name!r}: its executions are emptied; use cronsvc_bench_retention")
-    if (urlsplit(redis_url).path.lstrip("/") or "0") == "0":
-        sys.exit("refusing to use Redis DB 0; use e.g. redis://127.0.0.1:6379/7")
-    os.environ.update(DATABASE_URL=db_url, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="config.settings")
-    os.environ.setdefault("SECRET_KEY", "bench-only")
-    os.environ.pop("DEBUG", None)
-    return db_url, db_name
-
-
-def ensure_database(db_url, db_name):
-    import psycopg
-
-    admin_url = urlunsplit(urlsplit(db_url)._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db_name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db_name}"')
-            log(f"created database {db_name}")
-
-
-def setup_django():
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0, interactive=False)
 
 
 def prepare_tenant(jobs_count):
@@ -201,9 +165,7 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.rows = 200_000
-    db_url, db_name = configure_environment()
-    ensure_database(db_url, db_name)
-    setup_django()
+    prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench_retention", "redis://127.0.0.1:6379/7")
 
     from django.db import connection
 

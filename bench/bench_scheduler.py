@@ -30,10 +30,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchenv import log, prepare  # noqa: E402 - bench/ is on sys.path: run as a script
 UTC = timezone.utc
 
 # --- the workload ------------------------------------------------------------------------
@@ -75,45 +76,6 @@ def weighted(rng, pairs, k):
 
 
 # --- environment -------------------------------------------------------------------------
-
-def configure_environment():
-    db_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cronsvc_bench")
-    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/5")
-    db_name = urlsplit(db_url).path.lstrip("/")
-    if "bench" not in db_name:
-        sys.exit(f"refusing to run on database {db_name!r}: its tables are emptied; use e.g. cronsvc_bench")
-    redis_db = urlsplit(redis_url).path.lstrip("/") or "0"
-    if redis_db == "0":
-        sys.exit("refusing to use Redis DB 0 (the tests' index): it is flushed; use e.g. redis://.../5")
-    os.environ.update(DATABASE_URL=db_url, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="config.settings")
-    os.environ.setdefault("SECRET_KEY", "bench")
-    os.environ.pop("CELERY_BROKER_URL", None)
-    return db_url, db_name, redis_url
-
-
-def ensure_database(db_url, db_name):
-    import psycopg
-
-    parts = urlsplit(db_url)
-    admin_url = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db_name]).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{db_name}"')
-            log(f"created database {db_name}")
-
-
-def setup_django():
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0, interactive=False)
-
-
-def log(message):
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
 
 def sql(statement, params=None, fetch=False):
     from django.db import connection
@@ -992,9 +954,7 @@ def main():
     beat_sizes = set() if args.skip_beat else {int(s) for s in args.beat_sizes.split(",") if s}
     args.lag_seconds = min(args.lag_seconds, 55.0)
 
-    db_url, db_name, redis_url = configure_environment()
-    ensure_database(db_url, db_name)
-    setup_django()
+    _, db_name, redis_url = prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench", "redis://127.0.0.1:6379/5")
     meta = machine()
     broker = Broker(redis_url)
     workdir = Path(tempfile.mkdtemp(prefix="bench-scheduler-"))

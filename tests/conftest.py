@@ -1,4 +1,5 @@
-"""Shared fixtures: tenants (an owner, a teammate and an outsider by default) and jobs."""
+"""Shared fixtures: tenants (an owner, a teammate and an outsider by default), their API
+clients, and jobs."""
 
 import itertools
 from datetime import datetime, timezone as dt_timezone
@@ -55,6 +56,21 @@ def tenant(make_tenant):
 @pytest.fixture
 def other_tenant(make_tenant):
     return make_tenant()
+
+
+@pytest.fixture
+def api(tenant):
+    """An API client with the tenant's own default (write) API key: acts as an admin."""
+    from tests.api.conftest import key_client
+
+    return key_client(tenant.full_api_key)
+
+
+@pytest.fixture
+def other_api(other_tenant):
+    from tests.api.conftest import key_client
+
+    return key_client(other_tenant.full_api_key)
 
 
 @pytest.fixture

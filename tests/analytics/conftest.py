@@ -5,19 +5,9 @@ from datetime import timedelta
 import pytest
 
 from apps.executions.models import Attempt, Execution
-from tests.api.conftest import key_client, make_key  # noqa: F401  (make_key is a fixture)
+from tests.api.conftest import make_key  # noqa: F401  (a fixture)
 
 S = Execution.Status
-
-
-@pytest.fixture
-def api(tenant):
-    return key_client(tenant.full_api_key)
-
-
-@pytest.fixture
-def other_api(other_tenant):
-    return key_client(other_tenant.full_api_key)
 
 
 @pytest.fixture

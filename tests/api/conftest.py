@@ -19,17 +19,6 @@ def key_client(api_key_text):
 
 
 @pytest.fixture
-def api(tenant):
-    """The tenant's own default (write) API key: acts as an admin."""
-    return key_client(tenant.full_api_key)
-
-
-@pytest.fixture
-def other_api(other_tenant):
-    return key_client(other_tenant.full_api_key)
-
-
-@pytest.fixture
 def make_key(db):
     def make(tenant, scopes=("read", "write"), **kwargs):
         key, full = create_api_key(tenant.organization, f"key {next(_n)}", scopes=scopes, **kwargs)

@@ -6,19 +6,9 @@ from rest_framework.test import APIClient
 
 from apps.accounts.models import AuditEvent, Membership
 from apps.notifications.models import Channel, Notification
-from tests.api.conftest import error_of, key_client  # noqa: F401  (shared helpers)
+from tests.api.conftest import error_of
 
 SLACK_URL = "https://hooks.slack.com/services/T000/B000/very-secret-token"
-
-
-@pytest.fixture
-def api(tenant):
-    return key_client(tenant.full_api_key)
-
-
-@pytest.fixture
-def other_api(other_tenant):
-    return key_client(other_tenant.full_api_key)
 
 
 def member(tenant, role):

@@ -3,8 +3,6 @@
 from tests.api.conftest import (  # noqa: F401 - fixtures
     _private_ip_quota,
     _public_targets_only,
-    api,
     make_key,
     member_client,
-    other_api,
 )

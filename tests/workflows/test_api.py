@@ -15,11 +15,6 @@ from .conftest import finish
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def api(tenant):
-    return key_client(tenant.full_api_key)
-
-
 def create(api, tenant, name, **overrides):
     response = api.post("/api/v1/jobs/", job_body(tenant, name=name, **overrides), format="json")
     assert response.status_code == 201, response.json()
