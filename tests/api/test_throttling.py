@@ -73,3 +73,21 @@ def test_an_unreachable_cache_lets_requests_through(api, tiny_plan, clock, monke
 
     monkeypatch.setattr(throttling, "caches", {throttling.CACHE_ALIAS: Broken()})
     assert [api.get("/api/v1/jobs/").status_code for _ in range(3)] == [200, 200, 200]
+
+
+@pytest.mark.parametrize("backend", ["redis", "memory"])
+def test_a_window_counts_every_hit_and_expires(backend):
+    """Both counting paths: one pipelined INCR+EXPIRE on Redis (the servers), add+incr on
+    the embedded mode's memory cache."""
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    cache = caches[throttling.CACHE_ALIAS] if backend == "redis" else LocMemCache("throttle-test", {})
+    assert isinstance(cache, throttling.RedisCache) == (backend == "redis")
+    key = f"rl:test-{backend}:{id(cache)}"
+    cache.delete(key)
+    assert [throttling._incr(cache, key, timeout=60) for _ in range(3)] == [1, 2, 3]
+    if backend == "redis":
+        client = throttling._writer(cache)
+        assert 0 < client.ttl(cache.make_and_validate_key(key)) <= 60  # the window ends
+    cache.delete(key)
