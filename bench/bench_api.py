@@ -11,8 +11,9 @@ the latency under a realistic load): job create (POST), job read (a random job o
 ``--jobs``), job list (50 per page), executions list (first page, and a keyset page half-way
 down the table) with ``--executions`` rows, and ``/healthz`` through the same gunicorn as the
 baseline that makes figures comparable across machines. Each cell is the median of
-``--runs`` wrk runs of ``--seconds`` (paced runs last at least 15 s). Also prints the SQL of the executions list (no COUNT,
-keyset) and its EXPLAIN ANALYZE at full size.
+``--runs`` wrk runs of ``--seconds`` (paced runs last at least 30 s, and their first 5 s,
+while the clients connect and start, are left out). Also prints the SQL of the executions
+list (no COUNT, keyset) and its EXPLAIN ANALYZE at full size.
 
 The database in DATABASE_URL is created and migrated when missing, and its executions table
 is truncated when it does not hold ``--executions`` rows: it must be a database of its own
@@ -57,6 +58,8 @@ INSERT_CHUNK = 250_000
 TARGETS = {"create": 50, "read": 50, "list": 50, "executions": 100, "executions_deep": 100}
 READS_PER_SECOND = 500
 PACED = "paced"  # the results key of the paced clients' cell
+PACED_SECONDS = 30  # at least, per paced run; its first WARMUP_MS are left out of the figures
+WARMUP_MS = 5000
 SCENARIOS = {  # name -> what it requests
     "baseline": "GET /healthz (no database, no auth)",
     "read": "GET /api/v1/jobs/{id}/ (random job)",
@@ -261,8 +264,10 @@ def stop(process):
 
 # --- wrk ---------------------------------------------------------------------------------
 
-def run_wrk(url, script, connections, seconds, env):
-    threads = min(2, connections)
+def run_wrk(url, script, connections, seconds, env, *, paced=False):
+    """One wrk run. Paced clients get a wrk thread each: common.lua then times each request
+    itself, leaving out the start-up (BENCH_WARMUP_MS)."""
+    threads = connections if paced else min(2, connections)
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s",
                "-s", str(WRK_DIR / script), url]
     result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env}, timeout=seconds + 60)
@@ -323,7 +328,7 @@ def table(results, connections_list, paced):
             elif connections == PACED and name in TARGETS:
                 met = cell["p95_us"] / 1000 < TARGETS[name]
                 target = f"p95 < {TARGETS[name]} ms: {'met' if met else '**missed**'}"
-            if name == "read" and connections == max(connections_list):
+            if name == "read" and connections_list and connections == max(connections_list):
                 best = max(results[(name, c)]["rps"] for c in connections_list if (name, c) in results)
                 target = (target + "; " if target else "") + \
                     f"≥ {READS_PER_SECOND}/s: {'met' if best >= READS_PER_SECOND else '**missed**'} ({best:.0f}/s best)"
@@ -365,7 +370,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--executions", type=int, default=1_000_000, help="executions in the table")
     parser.add_argument("--jobs", type=int, default=1000, help="jobs of the bench tenant (reads pick among them)")
-    parser.add_argument("--connections", default="20,100", help="wrk connections, comma-separated")
+    parser.add_argument("--connections", default="20,100",
+                        help="closed-loop wrk connections, comma-separated; empty: paced clients only")
     parser.add_argument("--runs", type=int, default=3, help="wrk runs per cell (median)")
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="which scenarios, comma-separated")
@@ -420,7 +426,7 @@ def main():
                    "BENCH_RUN": run_id}
             script = "create.lua" if name == "create" else "get.lua"
             url = f"http://127.0.0.1:{port}{paths[name]}"
-            run_wrk(url, script, connections_list[0], 2, env)  # warm-up: connections, caches, imports
+            run_wrk(url, script, (connections_list or [args.paced])[0], 2, env)  # warm-up: caches, imports
             wait_until_idle(port)
             for connections in connections_list:
                 runs = []
@@ -432,10 +438,11 @@ def main():
                 results[(name, connections)] = cell = median_of(runs)
                 log_cell(name, connections, cell)
             if args.paced:  # /healthz too: this machine's floor for a request after a pause
-                paced_env = {**env, "BENCH_THINK_MS": str(args.think_ms)}
+                paced_env = {**env, "BENCH_THINK_MS": str(args.think_ms), "BENCH_WARMUP_MS": str(WARMUP_MS)}
                 runs = []
                 for _ in range(args.runs):
-                    figures = run_wrk(url, script, args.paced, max(args.seconds, 15), paced_env)
+                    figures = run_wrk(url, script, args.paced, max(args.seconds, PACED_SECONDS), paced_env,
+                                      paced=True)
                     figures["load"] = os.getloadavg()[0]
                     runs.append(figures)
                 results[(name, PACED)] = cell = median_of(runs)

@@ -6,6 +6,7 @@ local counter = 0
 function setup(thread)
   counter = counter + 1
   thread:set("seed", counter)
+  track_thread(thread)
 end
 
 function init(args)
@@ -14,7 +15,7 @@ end
 
 function request()
   if paths then
-    return wrk.format("GET", paths[math.random(#paths)])
+    return timed(wrk.format("GET", paths[math.random(#paths)]))
   end
-  return wrk.format("GET", nil)
+  return timed(wrk.format("GET", nil))
 end
