@@ -361,7 +361,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.api.permissions.RolePermission"],
     "DEFAULT_THROTTLE_CLASSES": ["apps.accounts.api.throttling.PlanRateThrottle"],
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
+        "apps.accounts.api.filters.FilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "apps.accounts.api.pagination.PagePagination",

@@ -2,7 +2,6 @@
 
 import django_filters
 from django.db import transaction
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
@@ -11,7 +10,7 @@ from rest_framework.response import Response
 
 from apps.accounts.api.base import ApiViewMixin
 from apps.accounts.api.errors import Conflict
-from apps.accounts.api.filters import UtcDateTimeFromToRangeFilter
+from apps.accounts.api.filters import FilterBackend, UtcDateTimeFromToRangeFilter
 from apps.accounts.api.pagination import ExecutionCursorPagination
 from apps.accounts.api.serializers import EmptySerializer
 
@@ -58,7 +57,7 @@ def replay(execution, *, now=None):
 
 class _ExecutionViews(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
     queryset = Execution.objects.none()  # for the schema; get_queryset scopes the real one
-    filter_backends = [DjangoFilterBackend]  # the cursor fixes the order
+    filter_backends = [FilterBackend]  # the cursor fixes the order
     filterset_class = ExecutionFilter
     pagination_class = ExecutionCursorPagination
 

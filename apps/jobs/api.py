@@ -6,10 +6,9 @@ from zoneinfo import ZoneInfo
 import django_filters
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
-from django.db.models import Q, TextField
+from django.db.models import Exists, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import filters, status, viewsets
 from rest_framework.decorators import action
@@ -19,9 +18,11 @@ from rest_framework.response import Response
 from apps.accounts import rows
 from apps.accounts.api import idempotency
 from apps.accounts.api.actor import Role
-from apps.accounts.api.base import ApiViewMixin, represent
+from apps.accounts.api.base import ApiViewMixin
 from apps.accounts.api.errors import Conflict
+from apps.accounts.api.filters import FilterBackend
 from apps.accounts.api.pagination import ExecutionCursorPagination
+from apps.accounts.api.representation import represent, represent_many
 from apps.accounts.api.serializers import EmptySerializer
 from apps.badges.api import BADGE_EXAMPLE, BadgeSerializer, badge_for
 from apps.badges.models import Badge
@@ -109,6 +110,10 @@ class JobFilter(django_filters.FilterSet):
             Q(name__icontains=value) | Q(tags_text__icontains=value))
 
 
+# Whether a job has any dependency link, up or down (so a page without any reads none).
+JOB_HAS_LINKS = Exists(JobDependency.objects.filter(Q(upstream=OuterRef("pk")) | Q(downstream=OuterRef("pk"))))
+
+
 def _job_of(actor, pk):
     """The job ``pk`` of the actor's organization and projects with its dependency links
     attached, or None (a malformed id included). One hand-written query: every job
@@ -172,7 +177,7 @@ def _job_of(actor, pk):
 class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
     queryset = Job.objects.none()  # for the schema; get_queryset scopes the real one
     serializer_class = JobSerializer
-    filter_backends = [DjangoFilterBackend, filters.OrderingFilter]
+    filter_backends = [FilterBackend, filters.OrderingFilter]
     filterset_class = JobFilter
     ordering_fields = ["name", "created_at", "updated_at", "next_run_at"]
     ordering = ["name", "id"]
@@ -193,24 +198,27 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         return Response(represent(JobSerializer, self.get_object(), self.get_serializer_context()))
 
     def list(self, request, *args, **kwargs):
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        context = self.get_serializer_context()
-        return self.get_paginated_response([represent(JobSerializer, job, context) for job in page])
-
-    def paginate_queryset(self, queryset):
-        page = super().paginate_queryset(queryset)
-        return None if page is None else self._complete(page)
+        jobs = self.filter_queryset(self.get_queryset()).annotate(has_links=JOB_HAS_LINKS)
+        page = self._complete(self.paginate_queryset(jobs))
+        return self.get_paginated_response(represent_many(JobSerializer, page, self.get_serializer_context()))
 
     def _complete(self, jobs):
         """The caller's organization (and plan) as loaded by authentication, rather than
-        joined again per job, and the page's dependency links in one query."""
+        joined again per job, and the page's dependency links in one query (none when no
+        job of the page has any)."""
         for job in jobs:
             job.organization = self.actor.organization
         return load_links(jobs)
 
     def create(self, request, *args, **kwargs):
-        return idempotency.run_once(request, "jobs.create", lambda: super(JobViewSet, self).create(
-            request, *args, **kwargs))
+        return idempotency.run_once(request, "jobs.create", lambda: self._create(request))
+
+    def _create(self, request):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        self.perform_create(serializer)
+        context = self.get_serializer_context()
+        return Response(represent(JobSerializer, serializer.instance, context), status=status.HTTP_201_CREATED)
 
     def perform_create(self, serializer):
         with transaction.atomic():  # one commit for the job and its audit event
@@ -266,7 +274,7 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         runs = next_runs(schedule, after, query.validated_data["count"], start_at=job.start_at, end_at=job.end_at)
         return Response(runs_payload(schedule, runs))
 
-    @action(detail=True, methods=["get"], filter_backends=[DjangoFilterBackend],
+    @action(detail=True, methods=["get"], filter_backends=[FilterBackend],
             filterset_class=ExecutionFilter, pagination_class=ExecutionCursorPagination,
             queryset=Execution.objects.none())  # tells the schema what the filters apply to
     def executions(self, request, pk=None):

@@ -458,10 +458,8 @@ class JobSerializer(StrictModelSerializer):
     def create(self, validated_data):
         actor = self.context["actor"]
         with transaction.atomic():
-            # The row lock serialises concurrent creates, so the count below stays true.
-            organization = Organization.objects.select_for_update().get(pk=actor.organization.pk)
             try:
-                validation.check_job_quota(organization, actor.organization.plan)
+                organization = _room_for_a_job(actor.organization)
             except validation.PlanLimit as exc:
                 raise plan_limit_error(exc) from None
             job = Job(**validated_data, organization=organization)
@@ -494,6 +492,18 @@ class JobSerializer(StrictModelSerializer):
         return job
 
 
+def _room_for_a_job(organization):
+    """``organization``, once sure one more job fits its plan (PlanLimit otherwise). Near
+    the limit the organization's row is locked (and returned locked) so that concurrent
+    creates cannot overshoot it; far below it the lock would only serialise them."""
+    plan = organization.plan
+    if validation.far_below_job_quota(organization, plan):
+        return organization
+    locked = Organization.objects.select_for_update().get(pk=organization.pk)
+    validation.check_job_quota(locked, plan)
+    return locked
+
+
 @dataclass(frozen=True)
 class Link:
     upstream_id: object
@@ -504,10 +514,12 @@ class Link:
 
 def load_links(jobs):
     """Attach every job's upstream and downstream links, read in one hand-written query (the
-    ORM's two prefetches cost several times the query itself: most of a job read)."""
-    if not jobs:
-        return jobs
-    ids = [rows.db_value(Job, "id", job.pk) for job in jobs]
+    ORM's two prefetches cost several times the query itself: most of a job read). Jobs
+    annotated ``has_links=False`` have none: no query for them."""
+    linked = [job for job in jobs if getattr(job, "has_links", True)]
+    if not linked:
+        return attach_links(jobs, [])
+    ids = [rows.db_value(Job, "id", job.pk) for job in linked]
     marks = ", ".join(["%s"] * len(ids))
     sql = (f'SELECT {rows.select_list(JobDependency, "d")}, j."name" '
            f'FROM "{JobDependency._meta.db_table}" d JOIN "{Job._meta.db_table}" j ON j."id" = d."downstream_id" '

@@ -92,6 +92,16 @@ def instant_problems(**instants):
             for path, value in instants.items() if value is not None and not EARLIEST <= value < LATEST]
 
 
+# More creates than one organization can have in flight at once (web processes x threads):
+# with this much room below max_jobs no concurrent create can overshoot it.
+UNLOCKED_JOB_QUOTA_ROOM = 1000
+
+
+def far_below_job_quota(organization, plan):
+    """Whether ``organization`` has more than UNLOCKED_JOB_QUOTA_ROOM jobs of room left."""
+    return Job.objects.for_organization(organization).count() + UNLOCKED_JOB_QUOTA_ROOM <= plan.max_jobs
+
+
 def check_job_quota(organization, plan, adding=1):
     """PlanLimit when ``adding`` more jobs would exceed the plan's max_jobs. Call it with
     the organization row locked (select_for_update) so concurrent creates cannot overshoot."""

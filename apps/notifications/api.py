@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.api.base import ApiViewMixin, StrictModelSerializer, StrictSerializer
+from apps.accounts.api.filters import FilterBackend
 from apps.accounts.api.pagination import NewestFirstCursorPagination
 from apps.jobs.models import Job
 from apps.jobs.serializers import ProjectField
@@ -77,7 +78,7 @@ class TestResultSerializer(serializers.Serializer):
 class ChannelViewSet(ApiViewMixin, viewsets.ModelViewSet):
     queryset = Channel.objects.none()
     serializer_class = ChannelSerializer
-    filter_backends = [df.DjangoFilterBackend]
+    filter_backends = [FilterBackend]
     filterset_fields = ["project", "kind", "enabled"]
 
     def get_queryset(self):
@@ -133,7 +134,7 @@ class NotificationViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
     queryset = Notification.objects.none()
     serializer_class = NotificationSerializer
     pagination_class = NewestFirstCursorPagination
-    filter_backends = [df.DjangoFilterBackend]
+    filter_backends = [FilterBackend]
     filterset_class = NotificationFilter
 
     def get_queryset(self):
@@ -182,7 +183,7 @@ class EventSubscriptionSerializer(StrictModelSerializer):
 class EventSubscriptionViewSet(ApiViewMixin, viewsets.ModelViewSet):
     queryset = EventSubscription.objects.none()
     serializer_class = EventSubscriptionSerializer
-    filter_backends = [df.DjangoFilterBackend]
+    filter_backends = [FilterBackend]
     filterset_fields = ["project", "enabled"]
 
     def get_queryset(self):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from .cron import compile_cron
 from .cron_gaps import cron_min_gap
@@ -54,8 +55,14 @@ def _min_gap(schedule: Schedule, after: datetime, until: datetime) -> int | None
         return schedule.seconds
     if isinstance(schedule, OnceSchedule):
         return None
-    spec = compile_cron(schedule.expression)
-    return cron_min_gap(spec, timeline(schedule.timezone), _ts(after), _ts(until))
+    return _cron_min_gap(schedule.expression, schedule.timezone, _ts(after), _ts(until))
+
+
+@lru_cache(maxsize=256)
+def _cron_min_gap(expression: str, zone: str, after: int, until: int) -> int | None:
+    # Cached: saving a job checks the same schedule against the platform's floor and
+    # against the plan (and the cheapest plan that allows it), all at the same instant.
+    return cron_min_gap(compile_cron(expression), timeline(zone), after, until)
 
 
 def _ts(value: datetime) -> int:

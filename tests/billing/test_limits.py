@@ -30,6 +30,20 @@ def test_max_jobs_at_and_past_the_limit(make_tenant, make_job):
     assert Job.objects.for_organization(free.organization).count() == free.organization.plan.max_jobs
 
 
+@pytest.mark.parametrize("plan, locks", [("free", True), ("pro", True), ("enterprise", False)])
+def test_creates_lock_the_organization_only_near_max_jobs(make_tenant, plan, locks):
+    """Concurrent creates cannot overshoot max_jobs: within UNLOCKED_JOB_QUOTA_ROOM of it the
+    organization row is locked while counting; far below it (enterprise: 1,000,000) it is not,
+    so one organization's creates do not queue behind each other."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    tenant = make_tenant(plan=plan)
+    with CaptureQueriesContext(connection) as queries:
+        assert post(tenant).status_code == 201
+    assert any("FOR UPDATE" in query["sql"] for query in queries.captured_queries) == locks
+
+
 @pytest.mark.parametrize("seconds, status", [(3600, 201), (3599, 402)])
 def test_min_interval_at_and_past_the_limit(make_tenant, seconds, status):
     free = make_tenant(plan="free")  # min_interval_seconds 3600

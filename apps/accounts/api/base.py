@@ -1,7 +1,7 @@
 """What every API view shares: the caller (actor), rate-limit headers, audit, and
 serializers that refuse unknown fields."""
 
-import threading
+import copy
 from collections.abc import Mapping
 
 from rest_framework import serializers
@@ -38,23 +38,6 @@ class ApiViewMixin:
         return response
 
 
-_bound = threading.local()
-
-
-def represent(serializer_class, instance, context):
-    """``serializer_class(instance, context=context).data``, with the serializer's fields
-    built once per thread and reused: DRF deep-copies and binds every nested field for each
-    serializer it makes, which costs more than representing one object. Only for
-    serializers whose fields do not depend on the context (it is read at call time)."""
-    cache = _bound.__dict__.setdefault("serializers", {})
-    serializer = cache.get(serializer_class)
-    if serializer is None:
-        serializer = cache[serializer_class] = serializer_class(context=context)
-        serializer.fields  # noqa: B018 - bind the fields now, once
-    serializer._context = context
-    return serializer.to_representation(instance)
-
-
 class StrictFieldsMixin:
     # Unknown input fields are errors (code ``unknown_field``), not silently dropped.
     # Nested serializers using the mixin report their own unknown fields with full paths.
@@ -74,5 +57,16 @@ class StrictSerializer(StrictFieldsMixin, serializers.Serializer):
     pass
 
 
+_field_prototypes = {}
+
+
 class StrictModelSerializer(StrictFieldsMixin, serializers.ModelSerializer):
-    pass
+    # ModelSerializer builds its fields from the model's metadata for every serializer it
+    # makes (every request); they depend only on the class, so they are built once and then
+    # copied, as DRF copies declared fields.
+
+    def get_fields(self):
+        prototype = _field_prototypes.get(type(self))
+        if prototype is None:
+            prototype = _field_prototypes.setdefault(type(self), super().get_fields())
+        return copy.deepcopy(prototype)

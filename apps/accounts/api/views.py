@@ -3,7 +3,6 @@
 import django_filters
 from django.db import transaction
 from django.utils import timezone
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -15,7 +14,7 @@ from apps.accounts.models import ApiKey, AuditEvent, Membership
 from . import members
 from .actor import Role
 from .base import ApiViewMixin
-from .filters import UtcDateTimeFromToRangeFilter
+from .filters import FilterBackend, UtcDateTimeFromToRangeFilter
 from .pagination import NewestFirstCursorPagination
 from .serializers import (
     ApiKeySerializer, AuditEventSerializer, EmptySerializer, MemberInviteSerializer, MemberSerializer,
@@ -131,7 +130,7 @@ class AuditEventViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = AuditEventSerializer
     required_roles = ADMIN_ONLY
     pagination_class = NewestFirstCursorPagination
-    filter_backends = [DjangoFilterBackend]  # the cursor fixes the order
+    filter_backends = [FilterBackend]  # the cursor fixes the order
     filterset_class = AuditEventFilter
 
     def get_queryset(self):
