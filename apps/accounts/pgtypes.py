@@ -1,0 +1,34 @@
+"""How PostgreSQL values are read, where Django's default costs more than it must."""
+
+from datetime import timezone as dt_timezone
+
+from psycopg import adapters
+from psycopg.adapt import Loader
+from psycopg.pq import Format
+
+_TIMESTAMPTZ = adapters.types["timestamptz"].oid
+_NATIVE = adapters.get_loader(_TIMESTAMPTZ, Format.TEXT)  # C with psycopg[binary]
+
+
+class UtcTimestamptzLoader(Loader):
+    """psycopg's own timestamptz loader behind the ``timezone`` attribute Django checks
+    before each cursor (its C class takes no subclass)."""
+
+    timezone = dt_timezone.utc
+
+    def __init__(self, oid, context=None):
+        super().__init__(oid, context)
+        self._native = _NATIVE(oid, context).load
+
+    def load(self, data):
+        return self._native(data)
+
+
+def use_native_timestamptz_loader(sender, connection, **kwargs):
+    """On a UTC connection (USE_TZ, the default), read timestamptz with psycopg's loader
+    instead of Django's Python one: both return datetimes in datetime.timezone.utc (Django's
+    exists to pin other connection timezones), psycopg's several times faster, and a page of
+    50 executions holds some 250 of them."""
+    if connection.vendor != "postgresql" or connection.timezone_name != "UTC":
+        return
+    connection.connection.adapters.register_loader(_TIMESTAMPTZ, UtcTimestamptzLoader)

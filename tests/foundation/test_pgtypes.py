@@ -1,0 +1,50 @@
+"""apps.accounts.pgtypes: timestamptz read by psycopg's own loader gives exactly what
+Django's loader gives (aware, datetime.timezone.utc), at every edge."""
+
+from datetime import timezone as dt_timezone
+
+import pytest
+from django.db import connection
+from django.db.backends.postgresql.psycopg_any import register_tzloader
+
+from apps.accounts.pgtypes import UtcTimestamptzLoader
+
+pytestmark = pytest.mark.django_db
+
+LITERALS = [
+    "2026-11-30 04:15:55.440750+00",
+    "2026-03-29 00:59:59.999999+00",  # the second before Europe's clocks go forward
+    "2026-10-25 01:30:00+02",  # an offset other than UTC
+    "2027-01-01 00:00:00-09:30",
+    "0001-01-01 00:00:00+00",
+    "9999-12-31 23:59:59.999999+00",
+    "1969-12-31 23:59:59.5+00",  # before the epoch, with a fraction
+]
+
+
+def read(sql_literals, *, django_loader):
+    with connection.cursor() as cursor:
+        if django_loader:
+            register_tzloader(dt_timezone.utc, cursor.cursor)
+        cursor.execute("SELECT " + ", ".join("%s::timestamptz" for _ in sql_literals), sql_literals)
+        return cursor.fetchone()
+
+
+def test_connections_read_timestamptz_with_the_native_loader():
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only")
+    connection.ensure_connection()
+    from psycopg.pq import Format
+
+    loader = connection.connection.adapters.get_loader(connection.connection.adapters.types["timestamptz"].oid,
+                                                       Format.TEXT)
+    assert loader is UtcTimestamptzLoader
+
+
+def test_values_equal_djangos_to_the_microsecond_and_the_timezone_object():
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only")
+    ours, djangos = read(LITERALS, django_loader=False), read(LITERALS, django_loader=True)
+    assert ours == djangos
+    assert [value.tzinfo for value in ours] == [dt_timezone.utc] * len(LITERALS)
+    assert [value.isoformat() for value in ours] == [value.isoformat() for value in djangos]
