@@ -171,13 +171,17 @@ def _insert_statement(org, job_ids):
     return statement, params
 
 
-def analyze():
-    """Fresh planner statistics, as autovacuum would have them on a live system: without
-    them PostgreSQL may read a job through its organization's index, row by row."""
+def vacuum_analyze():
+    """Dead rows cleared and fresh planner statistics, as autovacuum keeps them on a live
+    system. Without statistics PostgreSQL may read a job through its organization's index,
+    row by row; without the vacuum (autovacuum may be off on a development server: it is
+    on this kind of machine) every run's deleted jobs stay behind as dead rows, and counting
+    or listing an organization's jobs walks them all (17,000 dead beside 1,400 live were
+    seen)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+        cursor.execute("VACUUM (ANALYZE)")
 
 
 def deep_cursor(org, depth):
@@ -397,7 +401,7 @@ def main():
     run_id = str(int(time.time()))
     org, project, key, job_ids = prepare_tenant(args.jobs, run_id)
     load_executions(org, job_ids, args.executions)
-    analyze()
+    vacuum_analyze()
     cursor = deep_cursor(org, args.executions // 2)
 
     paths = {
