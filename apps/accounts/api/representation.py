@@ -31,13 +31,13 @@ UTC_ZONES = (dt_timezone.utc, ZoneInfo("UTC"), ZoneInfo("Etc/UTC"))
 
 def represent(serializer_class, instance, context):
     """``serializer_class(instance, context=context).to_representation(instance)``."""
-    return _plan_for(serializer_class, context)(instance, _Now())
+    return _plan_for(serializer_class, context)(instance, _CurrentZone())
 
 
 def represent_many(serializer_class, instances, context):
     """The documents of ``instances`` (one plan and one timezone lookup for all)."""
-    plan, now = _plan_for(serializer_class, context), _Now()
-    return [plan(instance, now) for instance in instances]
+    plan, current = _plan_for(serializer_class, context), _CurrentZone()
+    return [plan(instance, current) for instance in instances]
 
 
 def _plan_for(serializer_class, context):
@@ -53,7 +53,7 @@ def _plan_for(serializer_class, context):
     return plan
 
 
-class _Now:
+class _CurrentZone:
     """What every datetime of one call shares: the current timezone, looked up once."""
 
     __slots__ = ("_zone",)
@@ -72,11 +72,11 @@ class _Plan:
     def __init__(self, serializer, model):
         self.steps = [_step(field, model) for field in serializer._readable_fields]
 
-    def __call__(self, instance, now):
+    def __call__(self, instance, current):
         document = {}
         for step in self.steps:
             try:
-                document[step.name] = step(instance, now)
+                document[step.name] = step(instance, current)
             except SkipField:
                 continue
         return document
@@ -88,7 +88,7 @@ class _FieldStep:
     def __init__(self, field):
         self.name, self.field = field.field_name, field
 
-    def __call__(self, instance, now):
+    def __call__(self, instance, current):
         attribute = self.field.get_attribute(instance)  # may raise SkipField
         check_for_none = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
         return None if check_for_none is None else self.field.to_representation(attribute)
@@ -100,9 +100,9 @@ class _ColumnStep:
     def __init__(self, name, attname, convert):
         self.name, self.read, self.convert = name, attrgetter(attname), convert
 
-    def __call__(self, instance, now):
+    def __call__(self, instance, current):
         value = self.read(instance)
-        return None if value is None else self.convert(value, now)
+        return None if value is None else self.convert(value, current)
 
 
 class _WholeStep:
@@ -111,7 +111,7 @@ class _WholeStep:
     def __init__(self, field):
         self.name, self.to_representation = field.field_name, field.to_representation
 
-    def __call__(self, instance, now):
+    def __call__(self, instance, current):
         return self.to_representation(instance)
 
 
@@ -121,8 +121,8 @@ class _NestedStep:
     def __init__(self, field, model):
         self.name, self.plan = field.field_name, _Plan(field, model)
 
-    def __call__(self, instance, now):
-        return self.plan(instance, now)
+    def __call__(self, instance, current):
+        return self.plan(instance, current)
 
 
 def _step(field, model):
@@ -163,30 +163,30 @@ def _column_of(field, model):
 
 
 def _converter(field):
-    """``convert(value, now)`` equal to ``field.to_representation(value)`` for a non-None
+    """``convert(value, current)`` equal to ``field.to_representation(value)`` for a non-None
     value of the column: direct for the plain field classes, the field's own otherwise."""
     kind = type(field)
     if kind is serializers.CharField:
-        return lambda value, now: str(value)
+        return lambda value, current: str(value)
     if kind is serializers.IntegerField:
-        return lambda value, now: int(value)
+        return lambda value, current: int(value)
     if kind is serializers.FloatField:
-        return lambda value, now: float(value)
+        return lambda value, current: float(value)
     if kind is serializers.BooleanField:
         to_representation = field.to_representation
-        return lambda value, now: value if value is True or value is False else to_representation(value)
+        return lambda value, current: value if value is True or value is False else to_representation(value)
     if kind is serializers.UUIDField and field.uuid_format == "hex_verbose":
-        return lambda value, now: str(value)
+        return lambda value, current: str(value)
     if kind is serializers.DateTimeField:
         return _datetime_converter(field)
     if isinstance(field, relations.PrimaryKeyRelatedField) and field.pk_field is None and \
             kind.to_representation is relations.PrimaryKeyRelatedField.to_representation and \
             field.use_pk_only_optimization():
-        return lambda value, now: value  # the foreign key's own column: the related object's pk
+        return lambda value, current: value  # the foreign key's own column: the related object's pk
     if isinstance(field, relations.RelatedField):
         return None  # the column holds the related object's id, not what the field is given
     to_representation = field.to_representation
-    return lambda value, now: to_representation(value)
+    return lambda value, current: to_representation(value)
 
 
 def _default_get_attribute(field):
@@ -199,15 +199,15 @@ def _datetime_converter(field):
     any other case (a format, a naive value, no USE_TZ) goes to the field itself."""
     output_format = getattr(field, "format", api_settings.DATETIME_FORMAT)
     if output_format is None or output_format.lower() != fields.ISO_8601 or not settings.USE_TZ:
-        return lambda value, now: field.to_representation(value)
+        return lambda value, current: field.to_representation(value)
     own_zone = getattr(field, "timezone", None) if hasattr(field, "timezone") else None
     if hasattr(field, "timezone") and own_zone is None:
-        return lambda value, now: field.to_representation(value)
+        return lambda value, current: field.to_representation(value)
 
-    def convert(value, now):
+    def convert(value, current):
         if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
             return field.to_representation(value)
-        zone = own_zone or now.zone
+        zone = own_zone or current.zone
         if value.tzinfo is dt_timezone.utc and zone in UTC_ZONES:  # as stored: skip the conversion
             return value.replace(tzinfo=None).isoformat() + "Z"
         text = value.astimezone(zone).isoformat()
