@@ -11,7 +11,7 @@ from django.conf import settings
 
 # kombu's Redis transport keeps messages with a priority in extra lists named like this.
 PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
-TIMEOUT_SECONDS = 2.0
+TIMEOUT_SECONDS = 2.0  # the sweeper and the metrics wait this long; /readyz asks with less
 
 
 def known_queues():
@@ -29,7 +29,7 @@ def queue_depths(queues):
     url = settings.CELERY_BROKER_URL
     if url.startswith("filesystem://"):
         return _folder_depths(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"], queues)
-    pipe = _client(url).pipeline(transaction=False)
+    pipe = broker_client(url).pipeline(transaction=False)
     for queue in queues:
         for suffix in PRIORITY_SUFFIXES:
             pipe.llen(queue + suffix)
@@ -38,9 +38,10 @@ def queue_depths(queues):
     return {queue: sum(counts[i * step:(i + 1) * step]) for i, queue in enumerate(queues)}
 
 
-@lru_cache(maxsize=4)
-def _client(url):
-    return redis.Redis.from_url(url, socket_connect_timeout=TIMEOUT_SECONDS, socket_timeout=TIMEOUT_SECONDS)
+@lru_cache(maxsize=8)
+def broker_client(url, timeout=TIMEOUT_SECONDS):
+    """A Redis client for the broker at ``url`` (one per URL and timeout, reused)."""
+    return redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
 
 
 def _folder_depths(folder, queues):

@@ -699,7 +699,7 @@ def _within_quota(accepted, actor, lines):
     """Split the lines the plan's max_jobs leaves room for from the rest (locks the organization)."""
     organization = Organization.objects.select_for_update().get(pk=actor.organization.pk)
     plan = actor.organization.plan
-    room = max(0, plan.max_jobs - Job.objects.for_organization(organization).count())
+    room = max(0, plan.max_jobs - validation.job_count(organization))
     refused = [{"line": imported.line, "text": lines[imported.line - 1], "code": "plan_limit",
                 "reason": f"Your plan ({plan.name}) allows {plan.max_jobs} jobs; this one would exceed it."}
                for imported, _ in accepted[room:]]

@@ -5,11 +5,12 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-import redis
 from django.conf import settings
 from django.db import connection
 from django.apps import apps
 from django.db.migrations.recorder import MigrationRecorder
+
+from apps.executions.broker_queues import broker_client
 
 log = logging.getLogger("cronsvc.health")
 
@@ -33,12 +34,7 @@ def check_broker():
         return
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise RuntimeError("only Redis and filesystem brokers can be checked")
-    _redis(url).ping()
-
-
-@lru_cache(maxsize=4)
-def _redis(url):
-    return redis.Redis.from_url(url, socket_connect_timeout=BROKER_TIMEOUT, socket_timeout=BROKER_TIMEOUT)
+    broker_client(url, BROKER_TIMEOUT).ping()
 
 
 def check_migrations():

@@ -89,6 +89,28 @@ def test_list_is_paginated_searchable_and_ordered(api, tenant):
     assert api.get("/api/v1/jobs/?page_size=500").json()["count"] == 3  # capped at 200, no error
 
 
+def test_list_pages_show_each_job_as_its_own_read_does_links_across_pages_included(api, tenant, make_job):
+    """The list reads links only for jobs that have some, page by page: a job's entry must
+    still equal its own document, whether its upstream or downstream is on the same page,
+    on another page, or it has none."""
+    from apps.jobs.models import JobDependency
+
+    a, b, c, _ = (make_job(tenant, name=name) for name in ("a", "b", "c", "d"))
+    JobDependency.objects.create(upstream=a, downstream=b, on="success")  # same page (page size 2)
+    JobDependency.objects.create(upstream=a, downstream=c, on="failure")  # across pages
+    listed, url = [], "/api/v1/jobs/?page_size=2"
+    while url:
+        page = api.get(url).json()
+        listed += page["results"]
+        url = page["next"]
+    assert [job["name"] for job in listed] == ["a", "b", "c", "d"]
+    for job in listed:
+        assert job == api.get(f"/api/v1/jobs/{job['id']}/").json(), job["name"]
+    assert [(x["name"], x["on"]) for x in listed[0]["dependents"]] == [("b", "success"), ("c", "failure")]
+    assert listed[2]["dependencies"] == [{"job": str(a.pk), "on": "failure"}]
+    assert (listed[3]["dependencies"], listed[3]["dependents"]) == ([], [])  # d: no links at all
+
+
 def test_patch_changes_only_what_it_names_and_keeps_auth(api, tenant):
     job = create(api, tenant, request={"url": "https://example.com/a", "auth": {"type": "basic",
                                                                                "username": "u", "password": "p"}})
