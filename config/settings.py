@@ -147,6 +147,8 @@ def _database():
             },
         }
     config = dj_database_url.parse(DATABASE_URL, conn_max_age=CONN_MAX_AGE, conn_health_checks=True)
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        config["ENGINE"] = "config.postgresql"  # a health check without SELECT 1 (config/postgresql/base.py)
     return config
 
 
