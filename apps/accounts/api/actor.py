@@ -30,7 +30,7 @@ class Actor:
     @property
     def principal(self):
         """A stable name for the caller (throttling and idempotency keys)."""
-        return f"key:{self.api_key.pk}" if self.api_key else f"user:{self.user.pk}"
+        return key_principal(self.api_key) if self.api_key else f"user:{self.user.pk}"
 
     def projects(self):
         projects = Project.objects.for_organization(self.organization)
@@ -43,6 +43,10 @@ class Actor:
         if self.project_ids is None:
             return queryset
         return queryset.filter(**{f"{path}__in": self.project_ids})
+
+
+def key_principal(api_key):
+    return f"key:{api_key.pk}"
 
 
 def actor_for_api_key(api_key):

@@ -6,12 +6,13 @@ from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from apps.accounts import rows
+from apps.accounts import keycache, rows
 from apps.accounts.models import ApiKey, Organization
 from apps.billing.models import Plan
 from cronsvc.apikeys import secret_matches, split_key
 
-from .actor import actor_for_api_key
+from .actor import actor_for_api_key, key_principal
+from .throttling import PlanRateThrottle
 
 # last_used_at is written at most this often per key: a busy key would otherwise cost
 # one UPDATE per request.
@@ -34,7 +35,8 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         keyword, _, token = header.partition(" ")
         if keyword.lower() != self.keyword.lower():
             return None  # no key: let the session try
-        api_key = self._usable_key(token.strip())
+        api_key, counted = self._usable_key(token.strip())
+        request.counted_rate_limit = counted  # PlanRateThrottle's count, when the key cache made it
         _touch(api_key)
         return AnonymousUser(), actor_for_api_key(api_key)
 
@@ -44,16 +46,24 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     @staticmethod
     def _usable_key(token):
+        """(the key, the request's rate-limit Quota when already counted, else None)."""
         parts = split_key(token)
         if parts is None:
             raise InvalidApiKey()
         lookup, secret = parts
-        api_key = _key_by_lookup(lookup)
-        if api_key is None or not secret_matches(secret, api_key.salt, api_key.secret_hash):
+        api_key, counted = keycache.get_key(
+            lookup, _key_by_lookup, rate_limit_of=_rate_limit_of,
+            accept=lambda key: secret_matches(secret, key.salt, key.secret_hash))
+        if api_key is None or not api_key.is_usable():
             raise InvalidApiKey()
-        if not api_key.is_usable():
-            raise InvalidApiKey()
-        return api_key
+        return api_key, counted
+
+
+def _rate_limit_of(api_key):
+    """(ident, limit, window, now) of the plan's rate limit for requests made with ``api_key``."""
+    throttle = PlanRateThrottle()
+    ident, limit = throttle.ident_and_limit(api_key.organization, key_principal(api_key))
+    return ident, limit, throttle.window, throttle.timer()
 
 
 def _key_by_lookup(lookup):
@@ -79,3 +89,4 @@ def _touch(api_key, now=None):
     if api_key.last_used_at is None or api_key.last_used_at < now - LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
         api_key.last_used_at = now
+        keycache.note_used(api_key.lookup, now)

@@ -45,8 +45,7 @@ class Quota:
 def count_hit(ident, limit, *, window, now):
     """Count one request of ``ident`` in the window containing ``now``. When the cache is
     unreachable the request is let through (count 0): a Redis outage must not stop the API."""
-    start = int(now) - int(now) % window
-    key = f"rl:{ident}:{window}:{start}"
+    start, key = _window_key(ident, window, now)
     cache = caches[CACHE_ALIAS]
     try:
         count = _incr(cache, key, timeout=window + 5)
@@ -54,6 +53,11 @@ def count_hit(ident, limit, *, window, now):
         log.warning("rate-limit cache unavailable; %s not counted", ident, exc_info=True)
         count = 0
     return Quota(limit, count, start + window)
+
+
+def _window_key(ident, window, now):
+    start = int(now) - int(now) % window
+    return start, f"rl:{ident}:{window}:{start}"
 
 
 def _incr(cache, key, *, timeout):
@@ -82,6 +86,36 @@ def _writer(cache):
     return client
 
 
+def redis_client():
+    """The "api" cache's Redis client (only when that cache is Redis)."""
+    return _writer(caches[CACHE_ALIAS])
+
+
+# INCR + EXPIRE of the window's counter, then GET of each other key, in one call: the API
+# key cache (apps/accounts/keycache.py) checks its stamps in the call that counts the request.
+_COUNT_AND_READ = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+local out = {count}
+for i = 2, #KEYS do out[i] = redis.call('GET', KEYS[i]) end
+return out
+"""
+
+
+def count_and_read(ident, limit, read_keys, *, window, now):
+    """``count_hit`` on Redis that also returns the values of ``read_keys`` (full cache
+    keys; None where missing). Raises when Redis fails: the caller decides."""
+    start, key = _window_key(ident, window, now)
+    cache = caches[CACHE_ALIAS]
+    client = _writer(cache)
+    script = getattr(client, "_count_and_read", None)
+    if script is None:
+        script = client._count_and_read = client.register_script(_COUNT_AND_READ)
+    count, *values = script(keys=[cache.make_and_validate_key(key), *read_keys], args=[window + 5])
+    values += [None] * (len(read_keys) - len(values))  # a trailing nil ends a Lua array
+    return Quota(limit, count, start + window), values
+
+
 class _WindowThrottle(BaseThrottle):
     timer = time.time  # tests pin it: no test depends on the wall clock
     window = 60
@@ -94,13 +128,17 @@ class _WindowThrottle(BaseThrottle):
 class PlanRateThrottle(_WindowThrottle):
     """Per API key (or user) and organization: the plan's requests per minute."""
 
+    @staticmethod
+    def ident_and_limit(organization, principal):
+        return f"{organization.pk}:{principal}", organization.plan.api_requests_per_minute
+
     def allow_request(self, request, view):
         actor = getattr(request, "actor", None)
         if actor is None:
             return True  # unauthenticated requests were refused before this
-        limit = actor.organization.plan.api_requests_per_minute
-        ident = f"{actor.organization.pk}:{actor.principal}"
-        self.quota = count_hit(ident, limit, window=self.window, now=self.timer())
+        ident, limit = self.ident_and_limit(actor.organization, actor.principal)
+        counted = getattr(request, "counted_rate_limit", None)  # by the API key cache, same call
+        self.quota = counted or count_hit(ident, limit, window=self.window, now=self.timer())
         request.rate_limit = self.quota  # turned into X-RateLimit-* headers by the views
         return self.quota.allowed
 
