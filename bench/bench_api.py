@@ -1,4 +1,4 @@
-"""API load benchmark (issue 6, "Speed"): the REST API over HTTP, served by gunicorn exactly
+"""API load benchmark (issue 6, "Speed"): the REST API over HTTP, served by the web server exactly
 as the Procfile's ``web`` line, on PostgreSQL and Redis, driven by wrk.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench_api \\
@@ -9,7 +9,7 @@ Scenarios, each at 20 and 100 closed-loop connections (the throughput at saturat
 20 paced clients (each waits about ``--think-ms`` between requests, like a load-test user:
 the latency under a realistic load): job create (POST), job read (a random job of
 ``--jobs``), job list (50 per page), executions list (first page, and a keyset page half-way
-down the table) with ``--executions`` rows, and ``/healthz`` through the same gunicorn as the
+down the table) with ``--executions`` rows, and ``/healthz`` through the same web server as the
 baseline that makes figures comparable across machines. Each cell is the median of
 ``--runs`` wrk runs of ``--seconds`` (paced runs last at least 30 s, and their first 5 s,
 while the clients connect and start, are left out). Also prints the SQL of the executions
@@ -221,7 +221,7 @@ def explain_executions_list(key, paths):
     return "\n".join(lines)
 
 
-# --- gunicorn ----------------------------------------------------------------------------
+# --- the web process -----------------------------------------------------------------------
 
 def procfile_web_command():
     for line in (ROOT / "Procfile").read_text().splitlines():
@@ -236,7 +236,7 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def start_gunicorn(port, logfile):
+def start_web(port, logfile):
     """The Procfile's web line through a shell, as honcho/Heroku run it."""
     command = procfile_web_command()
     env = {**os.environ, "PORT": str(port), "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '')}"}
@@ -245,7 +245,7 @@ def start_gunicorn(port, logfile):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            sys.exit(f"gunicorn exited with {process.returncode}; see {logfile.name}")
+            sys.exit(f"the web process exited with {process.returncode}; see {logfile.name}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
                 if response.status == 200:
@@ -253,12 +253,12 @@ def start_gunicorn(port, logfile):
         except OSError:
             time.sleep(0.3)
     stop(process)
-    sys.exit("gunicorn did not answer /healthz within 60 s")
+    sys.exit("the web process did not answer /healthz within 60 s")
 
 
 def stop(process):
     if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)  # our own session: gunicorn's master and workers
+        os.killpg(process.pid, signal.SIGTERM)  # our own session: the server's main process and workers
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -286,7 +286,7 @@ def run_wrk(url, script, connections, seconds, env, *, paced=False):
 
 
 def wait_until_idle(port, limit=60.0):
-    """wrk stops with requests still queued in gunicorn (seconds of them at 100 connections):
+    """wrk stops with requests still queued in the server (seconds of them at 100 connections):
     let them drain, or they would be billed to the next cell. Idle = /healthz answers fast."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
@@ -419,9 +419,9 @@ def main():
     read_paths = workdir / "read_paths.txt"
     read_paths.write_text("\n".join(f"/api/v1/jobs/{pk}/" for pk in job_ids) + "\n")
     port = free_port()
-    logfile = open(workdir / "gunicorn.log", "w")
-    gunicorn, command = start_gunicorn(port, logfile)
-    log(f"gunicorn: {command} (PORT={port}, WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset')})")
+    logfile = open(workdir / "web.log", "w")
+    web, command = start_web(port, logfile)
+    log(f"web: {command} (PORT={port}, WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset')})")
     results = {}
     try:
         for name in scenarios:
@@ -452,14 +452,14 @@ def main():
                 results[(name, PACED)] = cell = median_of(runs)
                 log_cell(name, f"{args.paced}p", cell)
     finally:
-        stop(gunicorn)
+        stop(web)
         logfile.close()
         from apps.jobs.models import Job
 
         Job.objects.filter(organization=org, name__startswith="bench create").delete()
 
     header = (f"{machine()}; PostgreSQL and Redis on the same machine; wrk on the same machine (2 threads).  \n"
-              f"gunicorn: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset: 4')}).  \n"
+              f"web: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset: 2')}, WEB_THREADS={os.environ.get('WEB_THREADS', 'unset: 4')}).  \n"
               f"{args.executions:,} executions, {len(job_ids):,} jobs; median of {args.runs} runs of {args.seconds} s "
               f"per cell; load avg = 1-minute load average at the end of each run (other processes included).  \n"
               f"Clients {', '.join(map(str, connections_list))}: closed loop (each connection sends its next request "

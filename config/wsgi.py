@@ -1,6 +1,38 @@
+"""The WSGI application. The Procfile serves it with granian (a Rust HTTP server: it parses
+HTTP and keeps connections outside Python, so a request costs Python only its Django work);
+any WSGI server can serve it.
+
+Once Django is loaded, every view module is imported (not on a first request) and Python's
+garbage collector is told to ignore what is loaded: a web process holds ~150,000 long-lived
+objects (Django, DRF, the URLconf, the schema's serializers) that every full collection
+would walk again, a ~100 ms stall with the request that triggered it waiting, several times
+a minute under load. Young collections then run after 10,000 allocations instead of 700: a
+page of 50 jobs alone allocates more than 700 objects that live until its response is sent.
+"""
+
+import atexit
+import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
+
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def _settle():
+    from django.urls import get_resolver
+
+    from apps.observability.metrics import process_exited
+
+    get_resolver().url_patterns  # noqa: B018 - import every view module now
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+    # A web process that stops drops its live gauges from the multiprocess /metrics.
+    atexit.register(process_exited)
+
+
+_settle()

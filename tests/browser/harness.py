@@ -1,6 +1,6 @@
 """Real processes and a real browser for the browser tests.
 
-The web process is gunicorn with whitenoise serving a collectstatic output (as in
+The web process is granian with whitenoise serving a collectstatic output (as in
 production); the scheduler and the worker come from tests/support/processes.py; the
 browser is Debian's Chromium driven by Playwright (its own browser download does not
 work here, so it is never used).
@@ -50,7 +50,7 @@ class Web:
 
 
 def start_web(tmp_path, static_root, **env):
-    """gunicorn on a free port; tried again on another port if the one chosen was taken
+    """The web server (granian, as the Procfile runs it) on a free port; tried again on another port if the one chosen was taken
     between choosing it and binding it."""
     # Every test calls from 127.0.0.1 and the per-IP key-creation counter lives in the shared
     # Redis: lift it, or other tests' key creations would refuse ours. CONN_MAX_AGE=0: no
@@ -58,8 +58,9 @@ def start_web(tmp_path, static_root, **env):
     env = {"API_KEY_CREATE_PER_IP_PER_HOUR": 1_000_000, "CONN_MAX_AGE": 0, **LOCAL_TARGETS, **env}
     for attempt in range(3):
         port = free_port()
-        args = [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
-                "--workers", "1", "--threads", "8", "--timeout", "60", "--access-logfile", "-"]
+        args = [sys.executable, "-m", "granian", "--interface", "wsgi", "config.wsgi:application",
+                "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--blocking-threads", "8",
+                "--access-log"]
         process = Process(args, process_env(STATIC_ROOT=static_root, **env), tmp_path / f"web-{attempt}.log")
         web = Web(process, f"http://127.0.0.1:{port}")
         if _answers(web):

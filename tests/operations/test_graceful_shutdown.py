@@ -76,7 +76,7 @@ def test_web_sigterm_finishes_the_request_in_flight(tmp_path):
     port = free_port()
     web = start_procfile_process(tmp_path, "web", PORT=port, WEB_CONCURRENCY=1)
     try:
-        wait_for(lambda: _answers(port), timeout=120, message="gunicorn to answer")
+        wait_for(lambda: _answers(port), timeout=120, message="the web process to answer")
         body = b"email=a%40b.test&password=x"
         with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
             conn.sendall(b"POST /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
@@ -140,5 +140,5 @@ def test_honcho_stops_every_procfile_process_cleanly(tmp_path, make_tenant):
         # is that the process inside stopped by itself, before honcho's SIGKILL.
         assert f"{name}.1 stopped" in output, output[-4000:]
     assert "SIGKILL" not in output and "sending kill" not in output.lower(), output[-4000:]
-    for clean_stop in ("Shutting down: Master", "Warm shutdown", "scheduler: stopped"):
+    for clean_stop in ("Granian shutdown completed", "Warm shutdown", "scheduler: stopped"):
         assert clean_stop in output, output[-4000:]
