@@ -43,7 +43,7 @@ services:
 browser:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
-# The API benchmark (bench/bench_api.py) drives gunicorn with Debian's wrk.
+# The API benchmark (bench/bench_api.py) drives the web process with Debian's wrk.
 wrk:
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 
