@@ -48,15 +48,21 @@ class _Entry:
 
 
 _entries = {}  # lookup -> _Entry
+_clock = time.monotonic  # entries' age (tests move it)
 
 
 def enabled():
     return isinstance(caches[CACHE_ALIAS], RedisCache)
 
 
+def _stamp_name(lookup=None):
+    """The stamp of one key's lookup, or (None) the one every entry checks."""
+    return f"authv:key:{lookup}" if lookup else f"authv:{ALL_KEYS}"
+
+
 def _stamp_keys(lookup):
     cache = caches[CACHE_ALIAS]
-    return [cache.make_and_validate_key(f"authv:{ALL_KEYS}"), cache.make_and_validate_key(f"authv:key:{lookup}")]
+    return [cache.make_and_validate_key(_stamp_name()), cache.make_and_validate_key(_stamp_name(lookup))]
 
 
 def get_key(lookup, load, *, rate_limit_of, accept):
@@ -72,15 +78,14 @@ def get_key(lookup, load, *, rate_limit_of, accept):
         return _accepted(load(lookup), accept), None
     stamp_keys = _stamp_keys(lookup)
     entry = _entries.get(lookup)
-    if entry is not None and time.monotonic() - entry.loaded_at < MAX_AGE:
+    if entry is not None and _clock() - entry.loaded_at < MAX_AGE:
         if not accept(entry.api_key):  # a key's salt and hash never change
             return None, None
         ident, limit, window, now = rate_limit_of(entry.api_key)
         try:
             quota, stamps = count_and_read(ident, limit, stamp_keys, window=window, now=now)
         except Exception:  # noqa: BLE001 - Redis unreachable: the database decides
-            log.warning("API key cache: Redis unavailable, reading the key from the database", exc_info=True)
-            return _accepted(load(lookup), accept), None
+            return _without_cache(lookup, load, accept), None
         if tuple(stamps) == entry.stamps:
             return _detached(entry.api_key), quota
         _entries.pop(lookup, None)
@@ -91,9 +96,13 @@ def get_key(lookup, load, *, rate_limit_of, accept):
     try:
         stamps = tuple(redis_client().mget(stamp_keys))  # before the row: see the module's doc
     except Exception:  # noqa: BLE001
-        log.warning("API key cache: Redis unavailable, reading the key from the database", exc_info=True)
-        return _accepted(load(lookup), accept), None
+        return _without_cache(lookup, load, accept), None
     return _accepted(_load(lookup, load, stamps), accept), None
+
+
+def _without_cache(lookup, load, accept):
+    log.warning("API key cache: Redis unavailable, reading the key from the database", exc_info=True)
+    return _accepted(load(lookup), accept)
 
 
 def _accepted(api_key, accept):
@@ -106,7 +115,7 @@ def _load(lookup, load, stamps):
         return None  # unknown lookups are not remembered: a flood of them must not fill memory
     if len(_entries) >= MAX_ENTRIES:
         _entries.clear()
-    _entries[lookup] = _Entry(api_key, stamps, time.monotonic())
+    _entries[lookup] = _Entry(api_key, stamps, _clock())
     return _detached(api_key)
 
 
@@ -144,9 +153,9 @@ def note_used(lookup, when):
 def changed(lookups=(), *, every_key=False):
     """Bump the stamps of ``lookups`` (or of every key) now and again when the current
     transaction commits."""
-    names = [f"authv:key:{lookup}" for lookup in lookups]
+    names = [_stamp_name(lookup) for lookup in lookups]
     if every_key:
-        names.append(f"authv:{ALL_KEYS}")
+        names.append(_stamp_name())
     if not names or not enabled():
         return
     for lookup in lookups:

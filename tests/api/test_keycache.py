@@ -119,15 +119,25 @@ def test_each_request_is_counted_once_on_a_hit(tenant, api):
     assert remaining == [remaining[0] - n for n in range(4)]
 
 
-def test_redis_failure_falls_back_to_the_database(tenant, api, monkeypatch):
-    _cached(api, tenant)
+def _unavailable(*args, **kwargs):
+    raise ConnectionError("redis down")
 
-    def unavailable(*args, **kwargs):
-        raise ConnectionError("redis down")
 
-    monkeypatch.setattr("apps.accounts.keycache.count_and_read", unavailable)
+def test_redis_failure_on_a_hit_falls_back_to_the_database(tenant, api, monkeypatch):
+    entry = _cached(api, tenant)
     services.revoke_api_key(tenant.api_key)
+    _as_another_process(_lookup(tenant), entry)  # a process that cannot see the new stamps
+    monkeypatch.setattr("apps.accounts.keycache.count_and_read", _unavailable)
     assert api.get("/api/v1/projects/").status_code == 401
+
+
+def test_redis_failure_on_a_miss_reads_the_database(tenant, api, monkeypatch):
+    class Down:
+        mget = pipeline = staticmethod(_unavailable)
+
+    monkeypatch.setattr("apps.accounts.keycache.redis_client", lambda: Down())
+    assert api.get("/api/v1/projects/").status_code == 200
+    assert _lookup(tenant) not in keycache._entries  # nothing remembered without its stamps
 
 
 def test_requests_do_not_share_the_cached_objects(tenant, api):
@@ -148,7 +158,7 @@ def test_last_use_is_written_once_per_resolution(tenant, api):
 
 def test_entries_expire(tenant, api, monkeypatch):
     entry = _cached(api, tenant)
-    monkeypatch.setattr(keycache.time, "monotonic", lambda: entry.loaded_at + keycache.MAX_AGE + 1)
+    monkeypatch.setattr(keycache, "_clock", lambda: entry.loaded_at + keycache.MAX_AGE + 1)
     with CaptureQueriesContext(connection) as queries:
         assert api.get("/api/v1/projects/").status_code == 200
     assert [q for q in queries.captured_queries if "accounts_apikey" in q["sql"]]

@@ -50,8 +50,8 @@ class Web:
 
 
 def start_web(tmp_path, static_root, **env):
-    """The web server (granian, as the Procfile runs it) on a free port; tried again on another port if the one chosen was taken
-    between choosing it and binding it."""
+    """The web server (granian, as the Procfile runs it) on a free port; tried again on
+    another port if the one chosen was taken between choosing it and binding it."""
     # Every test calls from 127.0.0.1 and the per-IP key-creation counter lives in the shared
     # Redis: lift it, or other tests' key creations would refuse ours. CONN_MAX_AGE=0: no
     # idle connection outlives a request, so none lingers when the test database is dropped.

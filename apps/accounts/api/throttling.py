@@ -136,9 +136,10 @@ class PlanRateThrottle(_WindowThrottle):
         actor = getattr(request, "actor", None)
         if actor is None:
             return True  # unauthenticated requests were refused before this
-        ident, limit = self.ident_and_limit(actor.organization, actor.principal)
-        counted = getattr(request, "counted_rate_limit", None)  # by the API key cache, same call
-        self.quota = counted or count_hit(ident, limit, window=self.window, now=self.timer())
+        self.quota = getattr(request, "counted_rate_limit", None)  # by the API key cache's Redis call
+        if self.quota is None:
+            ident, limit = self.ident_and_limit(actor.organization, actor.principal)
+            self.quota = count_hit(ident, limit, window=self.window, now=self.timer())
         request.rate_limit = self.quota  # turned into X-RateLimit-* headers by the views
         return self.quota.allowed
 
