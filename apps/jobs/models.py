@@ -167,3 +167,16 @@ class JobDependency(models.Model):
 
     def __str__(self):
         return f"{self.upstream_id} -> {self.downstream_id} on {self.on}"
+
+
+class OrganizationJobCount(models.Model):
+    """How many jobs an organization has, kept by triggers on the jobs table (apps.jobs.jobcount)
+    so that a create checks max_jobs without counting: COUNT(*) reads every one of the
+    organization's jobs, on every create."""
+
+    organization = models.OneToOneField("accounts.Organization", primary_key=True, on_delete=models.CASCADE,
+                                        related_name="+")
+    jobs = models.IntegerField(default=0)
+
+    def __str__(self):
+        return f"{self.organization_id}: {self.jobs} jobs"

@@ -29,8 +29,8 @@ from apps.accounts import gdpr, otp_views
 from apps.accounts.models import ApiKey, DataExport, Membership
 from apps.accounts.services import revoke_api_key
 from apps.billing.views import usage_context
-from apps.jobs.models import Job
 from apps.jobs.forms import local_instant
+from apps.jobs.jobcount import job_count
 from apps.projects.api import ProjectSerializer
 from apps.projects.models import Project
 from apps.projects.provisioning import create_api_key
@@ -337,7 +337,7 @@ def api_key_revoke(request, pk):
 def plan(request):
     organization = request.actor.organization
     plan = organization.plan
-    jobs = Job.objects.for_organization(organization).count()
+    jobs = job_count(organization.pk)
     # Usage comes from the meter (apps.billing), not from counting executions: it counts
     # every attempt, survives the retention purge and costs one row read.
     return render(request, "web/settings/plan.html", {

@@ -1,0 +1,127 @@
+"""Each organization's job count is kept by database triggers (apps.jobs.jobcount), on
+PostgreSQL here and on the embedded SQLite in a process of its own."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from apps.accounts.models import Organization
+from apps.jobs.jobcount import TRIGGERS, ensure_triggers, job_count
+from apps.jobs.models import Job, OrganizationJobCount
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _counted(*tenants):
+    return [job_count(tenant.organization.pk) for tenant in tenants]
+
+
+def _job(tenant, name):
+    return Job(project=tenant.project, organization=tenant.organization, name=name,
+               cron_expression="*/5 * * * *", url="https://example.com/hook")
+
+
+def test_creates_and_deletes_of_every_kind_are_counted(make_tenant, make_job):
+    first, second = make_tenant(), make_tenant()
+    assert _counted(first, second) == [0, 0]
+    jobs = [make_job(first) for _ in range(3)]
+    Job.objects.bulk_create([_job(second, f"bulk {n}") for n in range(4)])
+    assert _counted(first, second) == [3, 4]
+
+    jobs[0].delete()
+    Job.objects.filter(organization=second.organization, name__in=["bulk 0", "bulk 1"]).delete()
+    assert _counted(first, second) == [2, 2]
+
+    second.project.delete()  # the cascade deletes its jobs
+    assert _counted(first, second) == [2, 0]
+
+
+def test_a_job_moved_to_another_organization_is_counted_there(make_tenant, make_job):
+    first, second = make_tenant(), make_tenant()
+    job = make_job(first)
+    make_job(second)
+    Job.objects.filter(pk=job.pk).update(organization=second.organization, project=second.project)
+    assert _counted(first, second) == [0, 2]
+    job.refresh_from_db()
+    job.save()  # saving every column, the organization unchanged, counts nothing
+    assert _counted(first, second) == [0, 2]
+
+
+def test_an_organization_deleted_takes_its_count_with_it(make_tenant, make_job):
+    tenant = make_tenant()
+    make_job(tenant)
+    Organization.objects.filter(pk=tenant.organization.pk).delete()
+    assert not OrganizationJobCount.objects.filter(organization_id=tenant.organization.pk).exists()
+
+
+def test_a_missing_trigger_is_installed_again_and_every_count_taken_afresh(make_tenant, make_job):
+    tenant = make_tenant()
+    make_job(tenant)
+    make_job(tenant)
+    assert ensure_triggers() == []  # all in place: nothing done
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER jobs_job_count_insert ON jobs_job")
+    make_job(tenant)  # not counted while the trigger is gone
+    assert _counted(tenant) == [2]
+
+    assert ensure_triggers() == ["jobs_job_count_insert"]
+    assert _counted(tenant) == [3]
+    make_job(tenant)
+    assert _counted(tenant) == [4]
+
+
+SQLITE_SCRIPT = """
+from django.core.management import call_command
+from django.db import connection
+from apps.jobs.jobcount import job_count
+from apps.jobs.models import Job
+from apps.projects.provisioning import provision_tenant
+
+def job(tenant, name):
+    return Job(project=tenant.project, organization=tenant.organization, name=name,
+               cron_expression="*/5 * * * *", url="https://example.com/hook")
+
+first = provision_tenant(org_name="First", email="first@example.com", plan_code="free")
+second = provision_tenant(org_name="Second", email="second@example.com", plan_code="free")
+job(first, "a").save()
+Job.objects.bulk_create([job(first, "b"), job(second, "c")])
+print(job_count(first.organization.pk), job_count(second.organization.pk))
+Job.objects.filter(name="a").delete()
+Job.objects.filter(name="b").update(organization=second.organization, project=second.project)
+print(job_count(first.organization.pk), job_count(second.organization.pk))
+# Altering the jobs table makes SQLite rebuild it, which drops its triggers: migrate puts them back.
+with connection.cursor() as cursor:
+    cursor.execute("DROP TRIGGER jobs_job_count_insert")
+    cursor.execute("DROP TRIGGER jobs_job_count_delete")
+job(first, "d").save()
+call_command("migrate", verbosity=0)
+print(job_count(first.organization.pk), job_count(second.organization.pk))
+job(first, "e").save()
+print(job_count(first.organization.pk), job_count(second.organization.pk))
+"""
+
+
+@pytest.mark.slow
+def test_the_embedded_sqlite_keeps_the_counts_too(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"}}
+    env["VAR_DIR"] = str(tmp_path)
+
+    def manage(*args):
+        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=180)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    manage("migrate", "--verbosity", "0")
+    assert manage("shell", "--no-imports", "-c", SQLITE_SCRIPT).split() == ["2", "1", "0", "2", "1", "2", "2", "2"]
+
+
+@pytest.mark.django_db
+def test_every_trigger_is_named_in_the_list_checked():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs_job'::regclass AND NOT tgisinternal")
+        assert sorted(name for (name,) in cursor.fetchall()) == sorted(TRIGGERS)
