@@ -21,8 +21,15 @@ TRIGGERS = ("jobs_job_count_insert", "jobs_job_count_delete", "jobs_job_count_mo
 
 def job_count(organization_id):
     """How many jobs the organization has (0 before its first)."""
-    counted = OrganizationJobCount.objects.filter(organization_id=organization_id).values_list("jobs", flat=True)
-    return next(iter(counted), 0)
+    connection = connections[OrganizationJobCount.objects.db]
+    key = OrganizationJobCount._meta.pk.target_field.get_db_prep_value(organization_id, connection)
+    with connection.cursor() as cursor:  # read on every create: no ORM query building
+        cursor.execute(_COUNT_SQL, [key])
+        row = cursor.fetchone()
+    return row[0] if row else 0
+
+
+_COUNT_SQL = "SELECT jobs FROM jobs_organizationjobcount WHERE organization_id = %s"
 
 
 def ensure_triggers(using="default"):

@@ -72,7 +72,7 @@ def validate_job(job, *, plan, now, changed=ALL_FIELDS):
     """Raise JobInvalid or PlanLimit for ``job`` (its ``changed`` model fields)."""
     problems = []
     if changed & SCHEDULE_FIELDS:
-        problems += _schedule_problems(job, now)
+        problems += _schedule_problems(job, plan, now)
     if changed & REQUEST_FIELDS:
         problems += _request_problems(job, url_changed="url" in changed)
     if changed & SUCCESS_FIELDS:
@@ -142,23 +142,24 @@ def platform_min_interval():
 # --- the checks
 
 
-def _schedule_problems(job, now):
+def _schedule_problems(job, plan, now):
     if job.schedule_type == Job.ScheduleType.NONE:
         return []  # started by its upstream jobs; check_dependencies insists on one
     out_of_range = instant_problems(**{"schedule.at": job.run_at, "start_at": job.start_at, "end_at": job.end_at})
     if out_of_range:
         return out_of_range
-    floor = platform_min_interval()
-    try:
-        validate_schedule(job_schedule(job), now=now, min_interval_seconds=floor,
-                          start_at=job.start_at, end_at=job.end_at)
-    except ScheduleError as exc:
-        if exc.code == "interval_too_short":  # the engine's text would blame the plan
-            return [Problem(exc.code, exc.field, f"{exc.field}: the schedule runs more often than any plan "
-                                                 f"allows (at most once every {format_duration(floor)}); "
-                                                 "choose a less frequent schedule.")]
-        return [Problem(exc.code, exc.field, exc.message)]
-    return []
+    # The plan's own interval first: a schedule it allows is above the platform's floor too,
+    # and the floor (a query over all plans) is read only for one it does not.
+    error = _schedule_error(job, plan.min_interval_seconds, now)
+    if error is not None and error.code == "interval_too_short":
+        floor = platform_min_interval()
+        error = _schedule_error(job, floor, now)
+        if error is not None and error.code == "interval_too_short":  # the engine's text would blame the plan
+            return [Problem(error.code, error.field, f"{error.field}: the schedule runs more often than any plan "
+                                                     f"allows (at most once every {format_duration(floor)}); "
+                                                     "choose a less frequent schedule.")]
+    # No error left at the floor: too frequent for this plan only (_check_plan names one that allows it).
+    return [] if error is None else [Problem(error.code, error.field, error.message)]
 
 
 def _request_problems(job, *, url_changed):
@@ -297,11 +298,17 @@ def too_frequent(job, now):
 def _frequency_error(job, min_interval_seconds, now):
     if job.schedule_type == Job.ScheduleType.NONE:
         return None  # no schedule: it runs as often as its upstream jobs do
+    error = _schedule_error(job, min_interval_seconds, now)
+    if error is not None and error.code != "interval_too_short":
+        raise error
+    return error
+
+
+def _schedule_error(job, min_interval_seconds, now):
+    """The ScheduleError of ``job``'s schedule at ``min_interval_seconds``, or None."""
     try:
         validate_schedule(job_schedule(job), now=now, min_interval_seconds=min_interval_seconds,
                           start_at=job.start_at, end_at=job.end_at)
     except ScheduleError as exc:
-        if exc.code == "interval_too_short":
-            return exc
-        raise
+        return exc
     return None

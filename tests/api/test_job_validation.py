@@ -1,6 +1,8 @@
 """Job validation: stable codes at the right paths (400), plan limits (402 plan_limit)."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.jobs.models import Job
 from tests.api.conftest import error_of, job_body, key_client
@@ -159,3 +161,14 @@ def test_ports_follow_the_operator_setting(api, tenant, settings):
     settings.OUTBOUND_ALLOWED_PORTS = "443"
     assert refused(api, tenant, request={"url": "https://example.com:8443/"})["code"] == "forbidden_target"
     assert api.post("/api/v1/jobs/", job_body(tenant, request={"url": "https://example.com/"})).status_code == 201
+
+
+def test_a_create_neither_counts_the_jobs_nor_reads_every_plan(api, tenant):
+    """max_jobs is checked against the count the database keeps (apps.jobs.jobcount); the
+    platform's floor (all plans) is read only for a schedule the plan does not allow."""
+    assert api.post("/api/v1/jobs/", job_body(tenant, name="first")).status_code == 201
+    with CaptureQueriesContext(connection) as queries:
+        assert api.post("/api/v1/jobs/", job_body(tenant, name="second")).status_code == 201
+    statements = [query["sql"] for query in queries]
+    assert not [sql for sql in statements if "COUNT(" in sql.upper() or "billing_plan" in sql], statements
+    assert any("jobs_organizationjobcount" in sql for sql in statements)
