@@ -16,8 +16,6 @@ from django.db import connections, transaction
 
 from .models import Job, OrganizationJobCount
 
-TRIGGERS = ("jobs_job_count_insert", "jobs_job_count_delete", "jobs_job_count_move")
-
 
 def job_count(organization_id):
     """How many jobs the organization has (0 before its first)."""
@@ -32,6 +30,11 @@ def job_count(organization_id):
 _COUNT_SQL = "SELECT jobs FROM jobs_organizationjobcount WHERE organization_id = %s"
 
 
+def trigger_names(vendor):
+    """The count triggers on the jobs table for a database vendor ("postgresql", "sqlite")."""
+    return sorted(_VENDORS[vendor]["triggers"])
+
+
 def ensure_triggers(using="default"):
     """Install whichever count triggers are missing on database ``using``; recount if any were."""
     connection = connections[using]
@@ -44,9 +47,9 @@ def ensure_triggers(using="default"):
     with transaction.atomic(using=using), connection.cursor() as cursor:
         for statement in vendor["always"]:
             cursor.execute(statement)
-        cursor.execute(vendor["installed"], TRIGGERS)
+        cursor.execute(vendor["installed"])
         installed = {name for (name,) in cursor.fetchall()}
-        missing = [name for name in TRIGGERS if name not in installed]
+        missing = [name for name in vendor["triggers"] if name not in installed]
         for name in missing:
             cursor.execute(vendor["triggers"][name])
         if missing:
@@ -85,6 +88,13 @@ _POSTGRESQL = {
         END $$
         """,
         """
+        CREATE OR REPLACE FUNCTION jobs_job_count_clear() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM jobs_organizationjobcount;
+            RETURN NULL;
+        END $$
+        """,
+        """
         CREATE OR REPLACE FUNCTION jobs_job_count_move() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             UPDATE jobs_organizationjobcount SET jobs = jobs - 1 WHERE organization_id = OLD.organization_id;
@@ -94,7 +104,7 @@ _POSTGRESQL = {
         END $$
         """,
     ],
-    "installed": "SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs_job'::regclass AND tgname IN (%s, %s, %s)",
+    "installed": "SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs_job'::regclass AND NOT tgisinternal",
     "triggers": {
         "jobs_job_count_insert": "CREATE TRIGGER jobs_job_count_insert AFTER INSERT ON jobs_job "
                                  "REFERENCING NEW TABLE AS added FOR EACH STATEMENT "
@@ -105,6 +115,9 @@ _POSTGRESQL = {
         "jobs_job_count_move": "CREATE TRIGGER jobs_job_count_move AFTER UPDATE OF organization_id ON jobs_job "
                                "FOR EACH ROW WHEN (OLD.organization_id IS DISTINCT FROM NEW.organization_id) "
                                "EXECUTE FUNCTION jobs_job_count_move()",
+        # TRUNCATE fires no delete trigger.
+        "jobs_job_count_truncate": "CREATE TRIGGER jobs_job_count_truncate AFTER TRUNCATE ON jobs_job "
+                                   "FOR EACH STATEMENT EXECUTE FUNCTION jobs_job_count_clear()",
     },
 }
 
@@ -114,7 +127,7 @@ _SQLITE_REMOVE = "UPDATE jobs_organizationjobcount SET jobs = jobs - 1 WHERE org
 
 _SQLITE = {
     "always": [],
-    "installed": "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN (%s, %s, %s)",
+    "installed": "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'jobs_job'",
     "triggers": {
         "jobs_job_count_insert": f"CREATE TRIGGER jobs_job_count_insert AFTER INSERT ON jobs_job "
                                  f"BEGIN {_SQLITE_ADD} END",
