@@ -7,6 +7,7 @@ refusals turned into API errors.
 """
 
 import copy
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -263,6 +264,35 @@ class ProjectField(serializers.PrimaryKeyRelatedField):
     def get_queryset(self):
         actor = self.context.get("actor")
         return actor.projects() if actor is not None else Project.objects.none()
+
+    def to_internal_value(self, data):
+        # Every create looks its project up: by hand-written SQL (apps.accounts.rows), the
+        # ORM's query building was a sixth of a create. Anything but a UUID takes DRF's way,
+        # for its errors.
+        actor = self.context.get("actor")
+        pk = _as_uuid(data)
+        if actor is None or pk is None:
+            return super().to_internal_value(data)
+        if actor.project_ids is None or pk in actor.project_ids:
+            found = rows.fetch_one(_PROJECT_SQL, [rows.db_value(Project, "id", pk),
+                                                  rows.db_value(Project, "organization", actor.organization.pk)],
+                                   Project)
+            if found is not None:
+                return found[0]
+        self.fail("does_not_exist", pk_value=data)
+
+
+_PROJECT_SQL = (f'SELECT {rows.select_list(Project, "p")} FROM "{Project._meta.db_table}" p '
+                'WHERE p."id" = %s AND p."organization_id" = %s')
+
+
+def _as_uuid(data):
+    if isinstance(data, uuid.UUID):
+        return data
+    try:
+        return uuid.UUID(data) if isinstance(data, str) else None
+    except ValueError:
+        return None
 
 
 class DependencySerializer(StrictSerializer):

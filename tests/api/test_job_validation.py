@@ -172,3 +172,16 @@ def test_a_create_neither_counts_the_jobs_nor_reads_every_plan(api, tenant):
     statements = [query["sql"] for query in queries]
     assert not [sql for sql in statements if "COUNT(" in sql.upper() or "billing_plan" in sql], statements
     assert any("jobs_organizationjobcount" in sql for sql in statements)
+
+
+@pytest.mark.parametrize("project", ["not-a-uuid", 12, True, None, ["x"]])
+def test_a_malformed_project_id_is_a_field_error(api, tenant, project):
+    error = refused(api, tenant, project=project)
+    assert "project" in error["fields"], error
+
+
+def test_a_project_id_is_read_in_any_spelling_of_its_uuid(api, tenant):
+    for spelling in (tenant.project.pk.hex, str(tenant.project.pk).upper(), f"{{{tenant.project.pk}}}"):
+        response = api.post("/api/v1/jobs/", job_body(tenant, project=spelling, name=f"as {spelling}"))
+        assert response.status_code == 201, response.json()
+        assert response.json()["project"] == str(tenant.project.pk)
