@@ -10,6 +10,7 @@ join are cached on them as ``select_related`` would.
 from functools import cache
 
 from django.db import connections
+from django.db.models import signals
 
 
 def select_list(model, alias):
@@ -75,11 +76,14 @@ def _converters(model, using):
 def insert(instance, using="default"):
     """Save a new ``instance`` by one hand-written INSERT of all its columns, its primary key
     set by its default, as ``Model.save()`` would for it (each field's ``pre_save`` and
-    database preparation), without the ORM's insert compiler. Like ``bulk_create``, it sends
-    no ``pre_save``/``post_save`` signals: only for models that have no receivers."""
+    database preparation), without the ORM's insert compiler. A model with save signal
+    receivers is saved by ``save()``, so that they run."""
     model = type(instance)
     if instance.pk is None:
         raise ValueError(f"rows.insert needs {model.__name__}'s primary key set by its default")
+    if signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model):
+        instance.save(force_insert=True, using=using)
+        return instance
     connection = connections[using]
     fields = model._meta.local_concrete_fields
     values = [field.pre_save(instance, add=True) for field in fields]

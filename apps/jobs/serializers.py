@@ -498,7 +498,7 @@ class JobSerializer(StrictModelSerializer):
             reschedule(job, now=self.now)
             _not_expired_without_schedule(job)
             self._check_dependencies(job)
-            rows.insert(job)  # job.save() without the ORM's insert compiler (a job has no save receivers)
+            rows.insert(job)  # job.save() without the ORM's insert compiler
             self._save_dependencies(job)
         if not self._links:
             job.loaded_links = {"upstream_links": [], "downstream_links": []}  # a new job has none

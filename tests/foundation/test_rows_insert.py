@@ -44,3 +44,20 @@ def test_a_model_without_a_default_key_is_refused(tenant):
 
     with pytest.raises(ValueError, match="primary key"):
         rows.insert(JobDependency())
+
+
+def test_a_model_with_save_receivers_is_saved_by_save(tenant):
+    from django.db.models.signals import post_save
+
+    seen = []
+
+    def receiver(sender, instance, created, **kwargs):
+        seen.append((instance.name, created))
+
+    post_save.connect(receiver, sender=Job)
+    try:
+        rows.insert(_job(tenant, "heard"))
+    finally:
+        post_save.disconnect(receiver, sender=Job)
+    assert seen == [("heard", True)]
+    assert Job.objects.filter(name="heard").exists()
