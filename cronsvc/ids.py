@@ -1,4 +1,4 @@
-"""Time-ordered UUIDs (RFC 9562 version 7).
+"""Time-ordered UUIDs (RFC 9562 version 7), and UUIDs as clients send them.
 
 Random UUIDv4 keys scatter inserts across a B-tree; v7 keys grow with time, so the
 executions table's primary-key index stays append-mostly at millions of rows. They are
@@ -20,3 +20,14 @@ def uuid7(now_ms=None):
     value |= 0b10 << 62  # variant
     value |= rand_b
     return uuid.UUID(int=value)
+
+
+def uuid_or_none(value):
+    """``value`` as a UUID when it is one or a string spelling one (any form uuid.UUID
+    reads), else None. Only strings are parsed: str() of a number could spell a UUID."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(value) if isinstance(value, str) else None
+    except ValueError:
+        return None

@@ -77,11 +77,12 @@ def insert(instance, using="default"):
     """Save a new ``instance`` by one hand-written INSERT of all its columns, its primary key
     set by its default, as ``Model.save()`` would for it (each field's ``pre_save`` and
     database preparation), without the ORM's insert compiler. A model with save signal
-    receivers is saved by ``save()``, so that they run."""
+    receivers, or with a parent model's table to fill too, is saved by ``save()``."""
     model = type(instance)
     if instance.pk is None:
         raise ValueError(f"rows.insert needs {model.__name__}'s primary key set by its default")
-    if signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model):
+    if (model._meta.parents or signals.pre_save.has_listeners(model)
+            or signals.post_save.has_listeners(model)):  # a parent table's row; receivers to run
         instance.save(force_insert=True, using=using)
         return instance
     connection = connections[using]

@@ -14,15 +14,15 @@ migration of the jobs table would lose them silently. Whenever one is missing, i
 
 from django.db import connections, transaction
 
+from apps.accounts import rows
+
 from .models import Job, OrganizationJobCount
 
 
 def job_count(organization_id):
     """How many jobs the organization has (0 before its first)."""
-    connection = connections[OrganizationJobCount.objects.db]
-    key = OrganizationJobCount._meta.pk.target_field.get_db_prep_value(organization_id, connection)
-    with connection.cursor() as cursor:  # read on every create: no ORM query building
-        cursor.execute(_COUNT_SQL, [key])
+    with connections["default"].cursor() as cursor:  # read on every create: no ORM query building
+        cursor.execute(_COUNT_SQL, [rows.db_value(OrganizationJobCount, "organization", organization_id)])
         row = cursor.fetchone()
     return row[0] if row else 0
 

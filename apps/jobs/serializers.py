@@ -7,7 +7,6 @@ refusals turned into API errors.
 """
 
 import copy
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,9 +21,10 @@ from apps.accounts.api.base import StrictModelSerializer, StrictSerializer
 from apps.accounts.api.errors import PlanLimitExceeded, error_body
 from apps.accounts.models import Organization
 from apps.projects.models import Project
+from cronsvc.ids import uuid_or_none
 from cronsvc.schedules import ScheduleError, describe, parse_crontab, parse_schedule, schedule_to_dict
 
-from . import validation
+from . import jobcount, validation
 from .models import SECRET_HEADER_NAMES, Job, JobDependency
 from .scheduling import job_schedule
 from .services import pause_job, reschedule, resume_job
@@ -270,7 +270,7 @@ class ProjectField(serializers.PrimaryKeyRelatedField):
         # ORM's query building was a sixth of a create. Anything but a UUID takes DRF's way,
         # for its errors.
         actor = self.context.get("actor")
-        pk = _as_uuid(data)
+        pk = uuid_or_none(data)
         if actor is None or pk is None:
             return super().to_internal_value(data)
         if actor.project_ids is None or pk in actor.project_ids:
@@ -284,15 +284,6 @@ class ProjectField(serializers.PrimaryKeyRelatedField):
 
 _PROJECT_SQL = (f'SELECT {rows.select_list(Project, "p")} FROM "{Project._meta.db_table}" p '
                 'WHERE p."id" = %s AND p."organization_id" = %s')
-
-
-def _as_uuid(data):
-    if isinstance(data, uuid.UUID):
-        return data
-    try:
-        return uuid.UUID(data) if isinstance(data, str) else None
-    except ValueError:
-        return None
 
 
 class DependencySerializer(StrictSerializer):
@@ -731,7 +722,7 @@ def _within_quota(accepted, actor, lines):
     """Split the lines the plan's max_jobs leaves room for from the rest (locks the organization)."""
     organization = Organization.objects.select_for_update().get(pk=actor.organization.pk)
     plan = actor.organization.plan
-    room = max(0, plan.max_jobs - validation.job_count(organization))
+    room = max(0, plan.max_jobs - jobcount.job_count(organization.pk))
     refused = [{"line": imported.line, "text": lines[imported.line - 1], "code": "plan_limit",
                 "reason": f"Your plan ({plan.name}) allows {plan.max_jobs} jobs; this one would exceed it."}
                for imported, _ in accepted[room:]]

@@ -98,20 +98,15 @@ def instant_problems(**instants):
 UNLOCKED_JOB_QUOTA_ROOM = 1000
 
 
-def job_count(organization):
-    """The organization's jobs, as max_jobs counts them (kept by the database: no COUNT)."""
-    return jobcount.job_count(organization.pk)
-
-
 def far_below_job_quota(organization, plan):
     """Whether ``organization`` has more than UNLOCKED_JOB_QUOTA_ROOM jobs of room left."""
-    return job_count(organization) + UNLOCKED_JOB_QUOTA_ROOM <= plan.max_jobs
+    return jobcount.job_count(organization.pk) + UNLOCKED_JOB_QUOTA_ROOM <= plan.max_jobs
 
 
 def check_job_quota(organization, plan, adding=1):
     """PlanLimit when ``adding`` more jobs would exceed the plan's max_jobs. Call it with
     the organization row locked (select_for_update) so concurrent creates cannot overshoot."""
-    limits.check_job_count(plan, job_count(organization), adding)
+    limits.check_job_count(plan, jobcount.job_count(organization.pk), adding)
 
 
 def outbound_policy():

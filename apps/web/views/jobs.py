@@ -40,7 +40,7 @@ from cronsvc.delivery.client import deliver
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.outcome import classify
 from cronsvc.delivery.request import prepare, standard_variables
-from cronsvc.ids import uuid7
+from cronsvc.ids import uuid7, uuid_or_none
 from cronsvc.schedules import ScheduleError, describe, next_runs, validate_schedule
 from cronsvc.schedules.describe import format_duration
 
@@ -170,7 +170,7 @@ def job_create(request):
                 return redirect("web:job_detail", pk=job.pk)
         values = job_forms.posted_values(request.POST)
         return render(request, "web/jobs/form.html", _form_context(request, values, errors), status=400)
-    project = request.actor.projects().filter(pk=_uuid_or_none(request.GET.get("project"))).first()
+    project = request.actor.projects().filter(pk=uuid_or_none(request.GET.get("project"))).first()
     values = job_forms.default_values(project or request.actor.projects().first())
     return render(request, "web/jobs/form.html", _form_context(request, values, {}))
 
@@ -197,7 +197,7 @@ def job_edit(request, pk):
 @require_POST
 def schedule_preview(request):
     """The next 5 runs of the schedule being typed, with clock changes marked (htmx)."""
-    project = request.actor.projects().filter(pk=_uuid_or_none(request.POST.get("project"))).first()
+    project = request.actor.projects().filter(pk=uuid_or_none(request.POST.get("project"))).first()
     schedule = job_forms.schedule_data(request.POST)
     if schedule["type"] == "none":
         return render(request, "web/jobs/_preview.html", {"errors": {}, "runs": [], "no_schedule": True,
@@ -210,7 +210,7 @@ def schedule_preview(request):
             "end_at": job_forms.local_instant(request.POST.get("end_at", ""), zone)}
     if schedule["type"] == "interval":
         job = Job.objects.for_organization(request.actor.organization).filter(
-            pk=_uuid_or_none(request.POST.get("job"))).first()
+            pk=uuid_or_none(request.POST.get("job"))).first()
         anchor = body["start_at"] or (job.created_at.isoformat() if job else None)
         if anchor:
             schedule["anchor"] = anchor
@@ -486,12 +486,3 @@ def job_delete(request, pk):
         messages.success(request, f"Job “{name}” deleted.")
         return redirect("web:dashboard")
     return render(request, "web/jobs/delete.html", {"job": job})
-
-
-def _uuid_or_none(value):
-    import uuid
-
-    try:
-        return uuid.UUID(str(value))
-    except (TypeError, ValueError):
-        return None

@@ -1,7 +1,5 @@
 """The dead-letter page (replay one or many) and the crontab import page."""
 
-import uuid
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -13,6 +11,7 @@ from apps.accounts.api.errors import flatten
 from apps.executions.triggers import NotFinished, replay_all
 from apps.executions.models import Execution
 from apps.jobs.serializers import ImportCrontabSerializer, import_crontab
+from cronsvc.ids import uuid_or_none
 
 from ..access import Role, member_view
 from .jobs import serializer_context
@@ -31,7 +30,7 @@ def dead_letter(request):
     executions = dead_executions(request.actor).select_related("job", "job__project").order_by("-scheduled_for")
     project = request.GET.get("project", "")
     if project:
-        executions = executions.filter(job__project_id=_uuid(project))
+        executions = executions.filter(job__project_id=uuid_or_none(project))
     page = Paginator(executions, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "web/dead_letter.html", {
         "page": page, "projects": request.actor.projects(), "project": project,
@@ -44,7 +43,7 @@ def dead_letter(request):
 def dead_letter_replay(request):
     """Replay the chosen dead runs: all of them, or none if one is not a dead run of yours."""
     chosen = [request.POST["one"]] if request.POST.get("one") else request.POST.getlist("ids")
-    ids = [_uuid(value) for value in chosen]
+    ids = [uuid_or_none(value) for value in chosen]
     ids = list(dict.fromkeys(pk for pk in ids if pk is not None))
     if not ids:
         messages.error(request, "Choose at least one run to replay.")
@@ -91,10 +90,3 @@ def crontab_import(request):
         if create:
             messages.success(request, f"{len(result['jobs'])} job{'s' if len(result['jobs']) != 1 else ''} created.")
     return render(request, "web/import.html", context)
-
-
-def _uuid(value):
-    try:
-        return uuid.UUID(str(value))
-    except (TypeError, ValueError):
-        return None
