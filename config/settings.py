@@ -130,6 +130,8 @@ TEMPLATES = [
 # Long-running processes (scheduler, workers) keep their connection; they also call
 # close_old_connections() each loop so a broken one is replaced.
 CONN_MAX_AGE = env_int("CONN_MAX_AGE", 60)
+# The API's hot hand-written queries as prepared statements (config/postgresql/base.py).
+DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
 
 
 def _database():

@@ -4,7 +4,9 @@ compiling the ORM query than PostgreSQL spends running it. Everything else uses 
 
 The instances are ordinary ones (``Model.from_db``): values pass through the same
 converters the ORM applies (JSON, encrypted fields), and related objects fetched by the same
-join are cached on them as ``select_related`` would.
+join are cached on them as ``select_related`` would. On PostgreSQL each statement is
+prepared once per connection (``config.postgresql``), so it is not planned again on every
+request.
 """
 
 from functools import cache
@@ -21,7 +23,7 @@ def select_list(model, alias):
 def fetch_all(sql, params, *models, using="default"):
     """Run ``sql`` (selecting each model's ``select_list`` in turn, then any other columns)
     and return, per row, a tuple of one instance per model followed by the other columns."""
-    with connections[using].cursor() as cursor:
+    with prepared_cursor(using) as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchall()
     result = []
@@ -39,6 +41,12 @@ def fetch_one(sql, params, *models, using="default"):
     """The first row of ``fetch_all``, or None."""
     found = fetch_all(sql, params, *models, using=using)
     return found[0] if found else None
+
+
+def prepared_cursor(using="default"):
+    """A cursor whose statements are prepared where the backend can (config.postgresql)."""
+    connection = connections[using]
+    return getattr(connection, "prepared_cursor", connection.cursor)()
 
 
 def db_value(model, field_name, value, using="default"):
@@ -90,7 +98,7 @@ def insert(instance, using="default"):
     values = [field.pre_save(instance, add=True) for field in fields]
     if any(hasattr(value, "resolve_expression") for value in values):
         raise ValueError(f"rows.insert cannot insert an expression into {model.__name__}")
-    with connection.cursor() as cursor:
+    with prepared_cursor(using) as cursor:
         cursor.execute(_insert_sql(model, using),
                        [field.get_db_prep_save(value, connection) for field, value in zip(fields, values)])
     instance._state.adding = False

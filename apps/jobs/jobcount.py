@@ -21,7 +21,7 @@ from .models import Job, OrganizationJobCount
 
 def job_count(organization_id):
     """How many jobs the organization has (0 before its first)."""
-    with connections["default"].cursor() as cursor:  # read on every create: no ORM query building
+    with rows.prepared_cursor() as cursor:  # read on every create: no ORM query building
         cursor.execute(_COUNT_SQL, [rows.db_value(OrganizationJobCount, "organization", organization_id)])
         row = cursor.fetchone()
     return row[0] if row else 0
