@@ -20,7 +20,7 @@ from apps.accounts.api import idempotency
 from apps.accounts.api.actor import Role
 from apps.accounts.api.base import ApiViewMixin
 from apps.accounts.api.errors import Conflict
-from apps.accounts.api.filters import FilterBackend
+from apps.accounts.api.filters import FilterBackend, names_a_filter
 from apps.accounts.api.pagination import ExecutionCursorPagination
 from apps.accounts.api.representation import represent, represent_many
 from apps.accounts.api.serializers import EmptySerializer
@@ -36,6 +36,7 @@ from cronsvc.schedules import ScheduleError, describe, next_runs, validate_sched
 from cronsvc.schedules.parse import format_instant
 
 from .health import STATUSES, health_filter
+from .jobcount import job_count
 from .models import Job, JobDependency
 from .scheduling import job_schedule
 from .serializers import (
@@ -201,6 +202,13 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         jobs = self.filter_queryset(self.get_queryset()).annotate(has_links=JOB_HAS_LINKS)
         page = self._complete(self.paginate_queryset(jobs))
         return self.get_paginated_response(represent_many(JobSerializer, page, self.get_serializer_context()))
+
+    def known_count(self):
+        """The list's total when it shows every job of the organization: the count the
+        database keeps (jobcount), not a COUNT over the organization's jobs (9 ms at 10,000)."""
+        if self.actor.project_ids is not None or names_a_filter(self.request.query_params, self.filterset_class):
+            return None
+        return job_count(self.actor.organization.pk)
 
     def _complete(self, jobs):
         """The caller's organization (and plan) as loaded by authentication, rather than

@@ -270,3 +270,29 @@ def test_idempotency_keys_are_per_client(api, tenant, make_key):
     first = api.post("/api/v1/jobs/", job_body(tenant), HTTP_IDEMPOTENCY_KEY="same")
     second = other_client.post("/api/v1/jobs/", job_body(tenant), HTTP_IDEMPOTENCY_KEY="same")
     assert second.json()["id"] != first.json()["id"]
+
+
+def test_the_unfiltered_list_total_is_the_kept_job_count_and_filtered_totals_are_counted(api, tenant, make_job):
+    """The total of every job of the organization comes from the count the database keeps
+    (no COUNT over the jobs); a filter, or a key limited to some projects, counts its own."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from apps.projects.models import Project
+    from apps.projects.provisioning import create_api_key
+    from tests.api.conftest import key_client
+
+    other = Project.objects.create(organization=tenant.organization, name="Other")
+    for name in ("a", "b", "c"):
+        make_job(tenant, name=name)
+    make_job(tenant, name="elsewhere", project=other)
+    with CaptureQueriesContext(connection) as queries:
+        page = api.get("/api/v1/jobs/?page_size=2&page=2&ordering=-name").json()
+    assert page["count"] == 4 and [job["name"] for job in page["results"]] == ["b", "a"]
+    assert not [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert api.get("/api/v1/jobs/?search=a").json()["count"] == 1
+    key, full = create_api_key(tenant.organization, "one project")
+    key.limited_to_projects = True
+    key.save()
+    key.projects.set([other])
+    assert key_client(full).get("/api/v1/jobs/").json()["count"] == 1

@@ -1,5 +1,8 @@
 """Page-number pages for the small lists, cursors (keyset, no COUNT) for the big ones."""
 
+from functools import cached_property, partial
+
+from django.core.paginator import Paginator
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination, PageNumberPagination
 
@@ -10,9 +13,29 @@ DEFAULT_PAGE_SIZE = 50
 
 
 class PagePagination(PageNumberPagination):
+    """Page numbers and the total ``count``. A view whose ``known_count()`` answers a number
+    (a total the database keeps, such as an organization's job count) is not counted again
+    by a COUNT over its rows; None means count them."""
+
     page_size = DEFAULT_PAGE_SIZE
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
+
+    def paginate_queryset(self, queryset, request, view=None):
+        known = view.known_count() if hasattr(view, "known_count") else None
+        if known is not None:
+            self.django_paginator_class = partial(_CountedPaginator, count=known)
+        return super().paginate_queryset(queryset, request, view)
+
+
+class _CountedPaginator(Paginator):
+    def __init__(self, object_list, per_page, *, count, **kwargs):
+        super().__init__(object_list, per_page, **kwargs)
+        self.known_count = count
+
+    @cached_property
+    def count(self):
+        return self.known_count
 
 
 class NewestFirstCursorPagination(CursorPagination):
