@@ -459,7 +459,7 @@ def main():
         Job.objects.filter(organization=org, name__startswith="bench create").delete()
 
     header = (f"{machine()}; PostgreSQL and Redis on the same machine; wrk on the same machine (2 threads).  \n"
-              f"web: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset: 4')}, WEB_THREADS={os.environ.get('WEB_THREADS', 'unset: 2')}).  \n"
+              f"web: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', f'unset: {os.cpu_count()} cores')}, WEB_THREADS={os.environ.get('WEB_THREADS', 'unset: 2')}).  \n"
               f"{args.executions:,} executions, {len(job_ids):,} jobs; median of {args.runs} runs of {args.seconds} s "
               f"per cell; load avg = 1-minute load average at the end of each run (other processes included).  \n"
               f"Clients {', '.join(map(str, connections_list))}: closed loop (each connection sends its next request "
