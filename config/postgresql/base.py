@@ -78,10 +78,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
         """A cursor like ``cursor()`` whose statements are prepared (see the module's docstring)."""
         if not settings.DATABASE_PREPARED_STATEMENTS:
             return self.cursor()
+        # cursor()'s own steps (BaseDatabaseWrapper._cursor) with this cursor class: the
+        # health check, the connection, and the wrapper that logs queries (tests, DEBUG).
         self.close_if_health_check_failed()
         self.ensure_connection()
-        self.validate_thread_sharing()
         with self.wrap_database_errors:
-            cursor = PreparingCursor(self.connection)
-        # As cursor() wraps its own: the debug wrapper logs the query (tests, DEBUG).
-        return self.make_debug_cursor(cursor) if self.queries_logged else self.make_cursor(cursor)
+            return self._prepare_cursor(PreparingCursor(self.connection))
