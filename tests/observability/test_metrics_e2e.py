@@ -5,6 +5,7 @@ worker's JSON log lines."""
 
 import json
 import sys
+import time
 
 import pytest
 from django.utils import timezone
@@ -41,6 +42,17 @@ def json_lines(text):
                 continue
 
 
+def scrape_once_counted(client, runs, timeout=10):
+    """Counters move once the recording transaction has committed, a moment after the
+    finished rows are visible to the test: scrape until the runs are counted."""
+    deadline = time.monotonic() + timeout
+    while True:
+        samples = scrape(client)
+        if value(samples, "cronsvc_executions_total") >= runs or time.monotonic() > deadline:
+            return samples
+        time.sleep(0.1)
+
+
 def test_runs_move_the_metrics_of_every_process(tmp_path, client, metrics_open, make_tenant, make_job, target):
     folder = tmp_path / "prometheus"
     folder.mkdir()
@@ -62,7 +74,7 @@ def test_runs_move_the_metrics_of_every_process(tmp_path, client, metrics_open, 
                  timeout=60, message="both runs to finish")
         wait_for(lambda: Heartbeat.objects.filter(kind="worker").exists()
                  and Heartbeat.objects.filter(kind="scheduler").exists(), timeout=20, message="heartbeats")
-        after = scrape(client)
+        after = scrape_once_counted(client, runs=2)
         ready = client.get("/readyz").json()
     finally:
         codes = scheduler.stop(), worker.stop()
