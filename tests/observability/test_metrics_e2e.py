@@ -5,7 +5,6 @@ worker's JSON log lines."""
 
 import json
 import sys
-import time
 
 import pytest
 from django.utils import timezone
@@ -42,15 +41,17 @@ def json_lines(text):
                 continue
 
 
-def scrape_once_counted(client, runs, timeout=10):
+def scrape_once_counted(client, runs):
     """Counters move once the recording transaction has committed, a moment after the
     finished rows are visible to the test: scrape until the runs are counted."""
-    deadline = time.monotonic() + timeout
-    while True:
-        samples = scrape(client)
-        if value(samples, "cronsvc_executions_total") >= runs or time.monotonic() > deadline:
-            return samples
-        time.sleep(0.1)
+    latest = {}
+
+    def counted():
+        latest["samples"] = scrape(client)
+        return value(latest["samples"], "cronsvc_executions_total") >= runs
+
+    wait_for(counted, timeout=10, message=f"{runs} runs counted in cronsvc_executions_total")
+    return latest["samples"]
 
 
 def test_runs_move_the_metrics_of_every_process(tmp_path, client, metrics_open, make_tenant, make_job, target):
