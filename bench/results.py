@@ -87,12 +87,19 @@ def machine():
     return f"{os.cpu_count()} CPUs ({cpu}){ram}, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
-def commit():
+# Files the benchmarks write their figures into: a second run right after a first is still
+# a run of the committed code, though the first one's figures are not committed yet.
+FIGURE_FILES = ("bench/README.md", "bench/RESULTS.md")
+
+
+def commit(root=ROOT):
     def git(*args):
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True).stdout.strip()
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + (" (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                  *(f":(exclude){path}" for path in FIGURE_FILES))
+    return head + (" (with uncommitted changes)" if changed else "")
 
 
 def markdown_blocks(output):

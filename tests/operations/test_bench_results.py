@@ -1,6 +1,7 @@
 """bench/results.py: what it keeps of a benchmark's output for bench/RESULTS.md."""
 
 import importlib.util
+import subprocess
 import sys
 
 from tests.support.processes import ROOT
@@ -51,3 +52,23 @@ def test_merge_keeps_the_sections_not_run_now_in_benchmark_order(tmp_path):
     assert "soak table\n\n### Chaos soak\n\n| a |" in text  # kept whole, sub-headings included
     assert text.index("## bench_schedules") < text.index("## soak")  # bench_* first, the soak last
     assert "merged: only bench_schedules ran now" in text
+
+
+def test_the_commit_is_marked_changed_by_code_changes_not_by_the_figures_written(tmp_path):
+    results = load_results()
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "bench").mkdir()
+    for path in (*results.FIGURE_FILES, "app.py"):
+        (tmp_path / path).write_text("committed\n")
+    git("add", ".")
+    git("commit", "-qm", "first")
+    for path in results.FIGURE_FILES:
+        (tmp_path / path).write_text("a first run's figures\n")
+    assert not results.commit(tmp_path).endswith("(with uncommitted changes)")
+    (tmp_path / "app.py").write_text("changed\n")
+    assert results.commit(tmp_path).endswith("(with uncommitted changes)")
