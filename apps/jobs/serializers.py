@@ -285,6 +285,68 @@ class ProjectField(serializers.PrimaryKeyRelatedField):
 _PROJECT_SQL = (f'SELECT {rows.select_list(Project, "p")} FROM "{Project._meta.db_table}" p '
                 'WHERE p."id" = %s AND p."organization_id" = %s')
 
+CHOICES_SHOWN = 20  # projects a project_required error names; the rest are counted
+
+
+class DefaultProject:
+    """``project`` left out: the job's own project when replacing it; when creating, the one
+    project the caller reaches (the organization's only one, or the one its key is limited
+    to), so a first call needs no id looked up. With several (or none) it is refused with
+    ``project_required`` naming the choices (``choices``, beside the error's message)."""
+
+    requires_context = True
+
+    def __call__(self, field):
+        serializer = field.parent
+        if serializer.instance is not None:
+            return serializer.instance.project
+        actor = field.context.get("actor")
+        found = reachable_projects(actor, limit=CHOICES_SHOWN + 1) if actor is not None else []
+        if len(found) == 1:
+            return found[0]
+        choices = [{"id": str(project.pk), "name": project.name} for project in found[:CHOICES_SHOWN]]
+        serializer.error_extra = {"choices": choices}
+        raise serializers.ValidationError(_project_required_message(choices, more=len(found) > CHOICES_SHOWN),
+                                          code="project_required")
+
+
+def _project_required_message(choices, *, more):
+    if not choices:
+        return "Give a project: you reach none yet; create one first (POST /api/v1/projects/)."
+    named = ", ".join(f"{choice['name']} ({choice['id']})" for choice in choices)
+    rest = ", and more (GET /api/v1/projects/ lists them all)" if more else ""
+    return f"Give a project: you reach several, so say which one: {named}{rest}."
+
+
+def reachable_projects(actor, *, limit):
+    """Up to ``limit`` projects the actor reaches, by name. Hand-written SQL like the
+    create's project read (the README's first call takes this way)."""
+    params = [rows.db_value(Project, "organization", actor.organization.pk)]
+    where = 'p."organization_id" = %s'
+    if actor.project_ids is not None:
+        if not actor.project_ids:
+            return []
+        ids = [rows.db_value(Project, "id", pk) for pk in sorted(actor.project_ids)]
+        where += f' AND p."id" IN ({", ".join(["%s"] * len(ids))})'
+        params += ids
+    sql = (f'SELECT {rows.select_list(Project, "p")} FROM "{Project._meta.db_table}" p '
+           f'WHERE {where} ORDER BY p."name", p."id" LIMIT {int(limit)}')
+    return [found[0] for found in rows.fetch_all(sql, params, Project)]
+
+
+class ErrorExtraMixin:
+    # A field may leave keys for the error envelope beside code/message/fields in
+    # ``error_extra`` (DefaultProject's ``choices``); is_valid's ValidationError carries them.
+
+    error_extra = None
+
+    def is_valid(self, *, raise_exception=False):
+        try:
+            return super().is_valid(raise_exception=raise_exception)
+        except serializers.ValidationError as exc:
+            exc.extra = self.error_extra or {}
+            raise
+
 
 class DependencySerializer(StrictSerializer):
     job = serializers.UUIDField(help_text="An upstream job of the same project.")
@@ -311,8 +373,11 @@ class DependentSerializer(serializers.Serializer):
     on = serializers.CharField()
 
 
-class JobSerializer(StrictModelSerializer):
-    project = ProjectField(queryset=Project.objects.none())
+class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
+    project = ProjectField(queryset=Project.objects.none(), default=DefaultProject(), help_text=(
+        "Optional when you reach one project (the organization's only one, or the one your key is limited "
+        "to): it is used. With several, leaving it out answers 400 `project_required` listing them in "
+        "`choices`. A replace (PUT) without it keeps the job's project."))
     tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=50, required=False)
     schedule = ScheduleField(source="*")
     request = RequestSpecSerializer(source="*")
@@ -653,9 +718,11 @@ class RunsSerializer(serializers.Serializer):
     description = serializers.CharField()
 
 
-class ImportCrontabSerializer(StrictSerializer):
+class ImportCrontabSerializer(ErrorExtraMixin, StrictSerializer):
     crontab = serializers.CharField(trim_whitespace=False, help_text="At most 1000 lines and 64 KiB.")
-    project = ProjectField(queryset=Project.objects.none())
+    project = ProjectField(queryset=Project.objects.none(), default=DefaultProject(), help_text=(
+        "Optional when you reach one project: it is used; with several, 400 `project_required` "
+        "listing them in `choices`."))
     dry_run = serializers.BooleanField(default=True, help_text="true (default): only report what would be created.")
 
 

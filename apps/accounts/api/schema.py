@@ -24,6 +24,7 @@ ERROR_CODES = {
     "body_not_allowed": "GET and HEAD requests carry no body",
     "crontab_too_large": "the crontab is above 1000 lines or 64 KiB",
     "does_not_exist": "a referenced id (project, ...) is not one of yours",
+    "project_required": "no `project` given and you reach several projects (or none); `choices` lists them",
     "unique": "the value is already taken (e.g. a project slug)",
     "invalid_choice": "not one of the allowed values",
     "invalid_header": "a request header name or value is not allowed",
@@ -77,6 +78,12 @@ ERROR_SCHEMA = {
                 "plan": {"type": "string", "nullable": True,
                          "description": "plan_limit only: the cheapest plan that allows it, if any."},
                 "reason": {"type": "string", "description": "plan_limit only: the underlying check."},
+                "choices": {
+                    "type": "array", "description": "project_required only: the projects you may give "
+                                                    "(by name, at most 20).",
+                    "items": {"type": "object", "required": ["id", "name"],
+                              "properties": {"id": {"type": "string"}, "name": {"type": "string"}}},
+                },
             },
         }
     },
