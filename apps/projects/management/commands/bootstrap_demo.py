@@ -29,6 +29,7 @@ class Command(BaseCommand):
         credentials = json.loads(path.read_text()) if path.exists() else {}
         if not credentials or not User.objects.filter(email=OPERATOR_EMAIL).exists():
             credentials = self._create()
+            path.parent.mkdir(parents=True, exist_ok=True)  # server mode makes no VAR_DIR of its own
             path.write_text(json.dumps(credentials))
             path.chmod(0o600)
         self._print(url, credentials)
@@ -63,6 +64,7 @@ class Command(BaseCommand):
             f"  Demo tenant:     login {tenant['email']} / {tenant['password']}",
             f"  Demo API key:    {tenant['api_key']}",
             f"  API docs:        {url}/api/docs/",
+            f"  First job:       CRONSVC_URL={url} CRONSVC_API_KEY={tenant['api_key']} sh docs/first-api-call.sh",
             "  Stop with Ctrl-C.",
             "",
         ]
