@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_float, env_int, env_list, env_str
+from .staticfiles import manifest_missing
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -226,8 +227,11 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "config.staticfiles.StaticFilesStorage"},
 }
+# Without collectstatic's manifest, pages link plain names and whitenoise serves them from
+# the apps' folders (config/staticfiles.py) instead of every page answering 500.
+WHITENOISE_USE_FINDERS = manifest_missing(STATIC_ROOT)
 
 # --- Security headers (production defaults; SECURE_SSL_REDIRECT when behind TLS) ---
 # A server install served over https (SITE_URL https://...) gets secure cookies and HSTS by

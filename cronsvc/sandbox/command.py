@@ -1,0 +1,117 @@
+"""The bwrap command line for one run: what the script sees of the machine.
+
+Inside: a read-only root holding only the interpreter's files (/usr/bin and /usr/lib with the
+usual /bin, /lib, /lib64 links; not /usr/local, /usr/share, /etc, /home, /root, /var or the
+repository), a fresh /proc of its own pid namespace, a minimal /dev, a private size-capped
+tmpfs /tmp that is its home and working directory, three generated files in /etc (passwd,
+group, hosts) and the script itself, read-only, at /sandbox/script. Every namespace is new
+(user, pid, net, mount, ipc, uts, cgroup); the script runs as an unprivileged user with no
+capabilities, in a new session (no terminal to inject into), under the seccomp filter.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from .limits import Language, Limits, Network, Script
+
+SCRIPT_PATH = "/sandbox/script"
+SANDBOX_UID = 1000
+SANDBOX_GID = 1000
+
+# Read-only in the sandbox: the interpreters and the libraries they load.
+RUNTIME_DIRS = ("/usr/bin", "/usr/lib", "/usr/lib64")
+ROOT_LINKS = ("/bin", "/lib", "/lib64", "/sbin")  # links into /usr on merged-/usr hosts
+RUNTIME_FILES = ("/etc/ld.so.cache",)  # the loader's index: no secret, saves a directory scan
+
+INTERPRETERS = {
+    # -I: no user site, no PYTHON* variables, no script directory on sys.path; -B: writes
+    # no .pyc; -u: output is not lost in a buffer when the run is killed at its deadline.
+    Language.PYTHON: ("/usr/bin/python3", "-I", "-B", "-u", SCRIPT_PATH),
+    Language.SHELL: ("/bin/sh", SCRIPT_PATH),
+}
+
+BASE_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "USER": "sandbox",
+    "LOGNAME": "sandbox",
+    "LANG": "C.UTF-8",
+    "TZ": "UTC",
+}
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+ETC_FILES = {
+    "/etc/passwd": f"sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:/tmp:/bin/sh\n",
+    "/etc/group": f"sandbox:x:{SANDBOX_GID}:\n",
+    "/etc/hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost\n",
+}
+
+
+@dataclass(frozen=True)
+class DataFiles:
+    """File descriptors (readable, at offset 0) that bwrap copies into the sandbox."""
+
+    script: int
+    seccomp: int
+    etc: dict[str, int]
+
+
+def environment(script: Script) -> dict[str, str]:
+    """The script's environment: the fixed base plus the job's own variables (which may not
+    replace the base: PATH or HOME pointing elsewhere would only break the runtime)."""
+    env = dict(BASE_ENV)
+    for name, value in script.env.items():
+        if not _ENV_NAME.fullmatch(name) or "\0" in value:
+            raise ValueError(f"invalid environment variable {name!r}")
+        if name not in BASE_ENV:
+            env[name] = value
+    return env
+
+
+def bwrap_args(bwrap: str, script: Script, limits: Limits, files: DataFiles,
+               status_fd: int) -> list[str]:
+    """`status_fd`: where bwrap writes its JSON status lines (the script's exit code)."""
+    args = [bwrap, "--json-status-fd", str(status_fd), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
+            "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID),
+            "--hostname", "sandbox"]
+    args += _network_args(script.network)
+    args += _runtime_args()
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(limits.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
+    for path, fd in files.etc.items():
+        args += ["--perms", "0444", "--ro-bind-data", str(fd), path]
+    args += ["--perms", "0444", "--ro-bind-data", str(files.script), SCRIPT_PATH]
+    args += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
+    for name, value in environment(script).items():
+        args += ["--setenv", name, value]
+    args += ["--seccomp", str(files.seccomp), "--"]
+    return args + list(INTERPRETERS[script.language])
+
+
+def _network_args(network: Network) -> list[str]:
+    """--unshare-all already gave the run a network namespace with only loopback. The hook
+    for outbound HTTP: bind the platform's guarded proxy socket in here and point
+    HTTP(S)_PROXY at it; until that exists, any other value is refused."""
+    if network is Network.NONE:
+        return []
+    raise ValueError(f"network mode {network!r} is not supported yet")
+
+
+def _runtime_args() -> list[str]:
+    args: list[str] = []
+    for path in RUNTIME_DIRS:
+        if os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in ROOT_LINKS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in RUNTIME_FILES:
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    return args

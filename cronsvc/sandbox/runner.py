@@ -1,0 +1,294 @@
+"""Runs one script in the sandbox: check the host can, spawn bwrap through the launcher,
+collect capped output until the tree ends or the deadline kills it, say which limit was hit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from . import command, seccomp
+from .errors import SandboxFailed, SandboxUnavailable, ScriptRejected
+from .limits import MAX_SCRIPT_BYTES, Language, Limits, Reason, Result, Script
+
+LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_launch.py")
+_READ_CHUNK = 65536
+_DRAIN_GRACE = 1.0  # after a kill, seconds to collect what is still in the pipes
+_PROBE_LIMITS = Limits(wall_seconds=10, cpu_seconds=5, max_processes=8)
+
+# Host user ids a run is given when the worker runs as root: one drawn per run, so that the
+# process-count rlimit (counted per user, also on the host) is each run's own. No such user
+# exists on the host and nothing there is owned by one.
+HOST_UIDS = range(1_900_000_000, 2_000_000_000)
+
+
+@dataclass(frozen=True)
+class Availability:
+    ok: bool
+    reason: str = ""
+
+
+@dataclass
+class Sandbox:
+    """How this host runs scripts. One per process is enough; the first check is cached."""
+
+    bwrap: str = field(default_factory=lambda: shutil.which("bwrap") or "/usr/bin/bwrap")
+    launcher_python: str = sys.executable
+    host_uids: range = HOST_UIDS
+    _availability: Availability | None = field(default=None, init=False, repr=False)
+
+    def available(self, refresh: bool = False) -> Availability:
+        if self._availability is None or refresh:
+            self._availability = self._check()
+        return self._availability
+
+    def run(self, script: Script, limits: Limits = Limits()) -> Result:
+        validate(script)
+        status = self.available()
+        if not status.ok:
+            raise SandboxUnavailable(f"script jobs cannot run on this host: {status.reason}")
+        return self._execute(script, limits)
+
+    def _check(self) -> Availability:
+        if not (os.path.isfile(self.bwrap) and os.access(self.bwrap, os.X_OK)):
+            return Availability(False, f"bubblewrap not found at {self.bwrap} "
+                                       "(install the Debian package 'bubblewrap')")
+        try:
+            seccomp.filter_program()
+        except seccomp.SeccompUnavailable as exc:
+            return Availability(False, str(exc))
+        try:
+            probe = self._execute(Script(Language.SHELL, b"exit 0\n"), _PROBE_LIMITS)
+        except (SandboxFailed, OSError) as exc:
+            return Availability(False, f"bubblewrap cannot start a sandbox here: {exc}")
+        if probe.exit_code != 0:
+            return Availability(False, f"the sandbox probe exited {probe.exit_code}: "
+                                       f"{probe.stderr[:300].decode(errors='replace')}")
+        return Availability(True)
+
+    def _execute(self, script: Script, limits: Limits) -> Result:
+        fds = _data_files(script)
+        status_read, status_write = os.pipe()
+        argv = [self.launcher_python, "-I", "-S", LAUNCHER, json.dumps(self._launch_spec(limits)),
+                *command.bwrap_args(self.bwrap, script, limits, fds, status_write)]
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(fds.script, fds.seccomp, *fds.etc.values(), status_write),
+                start_new_session=True, env={}, cwd="/",
+            )
+        except BaseException:
+            os.close(status_read)
+            raise
+        finally:
+            for fd in (fds.script, fds.seccomp, *fds.etc.values(), status_write):
+                os.close(fd)
+        return _Run(proc, status_read, limits).collect()
+
+    def _launch_spec(self, limits: Limits) -> dict:
+        spec = {"rlimits": rlimits(limits), "gate_fd": None, "uid": None, "gid": None}
+        if os.geteuid() == 0:
+            # As root bwrap would keep root's capabilities inside: run it as nobody-like.
+            uid = self.host_uids.start + secrets.randbelow(len(self.host_uids))
+            spec.update(uid=uid, gid=uid)
+        return spec
+
+
+def validate(script: Script) -> None:
+    if not isinstance(script.language, Language):
+        raise ScriptRejected("script_language", f"unknown script language {script.language!r}")
+    if len(script.source) > MAX_SCRIPT_BYTES:
+        raise ScriptRejected("script_too_large",
+                             f"a script may be at most {MAX_SCRIPT_BYTES} bytes, "
+                             f"this one is {len(script.source)}")
+    try:
+        command.environment(script)
+    except ValueError as exc:
+        raise ScriptRejected("script_env", str(exc)) from exc
+
+
+def rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
+    """Per-process limits, inherited by everything the script starts. The process count is
+    per user: bwrap's own two processes (outside and init) count too."""
+    return {
+        "RLIMIT_CPU": (limits.cpu_seconds, limits.cpu_seconds + 1),  # SIGXCPU, then SIGKILL
+        "RLIMIT_AS": (limits.memory_bytes, limits.memory_bytes),
+        "RLIMIT_NPROC": (limits.max_processes + 2, limits.max_processes + 2),
+        "RLIMIT_NOFILE": (limits.open_files, limits.open_files),
+        "RLIMIT_CORE": (0, 0),
+    }
+
+
+def _data_files(script: Script) -> command.DataFiles:
+    def memfd(name: str, data: bytes) -> int:
+        fd = os.memfd_create(name, os.MFD_CLOEXEC)
+        os.write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
+    return command.DataFiles(
+        script=memfd("script", script.source),
+        seccomp=memfd("seccomp", seccomp.filter_program()),
+        etc={path: memfd(os.path.basename(path), text.encode())
+             for path, text in command.ETC_FILES.items()},
+    )
+
+
+class _Capped:
+    """One output stream: the first `limit` bytes are kept, the rest counted and dropped."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.data = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - room)
+
+
+class _Run:
+    def __init__(self, proc: subprocess.Popen, status_fd: int, limits: Limits):
+        self.proc, self.limits = proc, limits
+        self.started = time.monotonic()
+        self.stdout, self.stderr = _Capped(limits.output_bytes), _Capped(limits.output_bytes)
+        self.status = _Capped(65536)
+        self.streams = {proc.stdout.fileno(): self.stdout, proc.stderr.fileno(): self.stderr,
+                        status_fd: self.status}
+        self.pipes = {proc.stdout.fileno(): proc.stdout, proc.stderr.fileno(): proc.stderr}
+        self.wait_status: int | None = None
+        self.cpu = 0.0
+        self.timed_out = False
+
+    def collect(self) -> Result:
+        selector = selectors.DefaultSelector()
+        pidfd = os.pidfd_open(self.proc.pid)
+        try:
+            for fd in self.streams:
+                os.set_blocking(fd, False)
+                selector.register(fd, selectors.EVENT_READ)
+            selector.register(pidfd, selectors.EVENT_READ)
+            self._pump(selector, pidfd, self.started + self.limits.wall_seconds)
+            if self.wait_status is None:
+                self.timed_out = True
+                self._kill_tree()
+                self._pump(selector, pidfd, time.monotonic() + _DRAIN_GRACE)
+        finally:
+            selector.close()
+            os.close(pidfd)
+            for fd in list(self.streams):
+                self._close(fd)
+        return self._result(time.monotonic() - self.started)
+
+    def _pump(self, selector, pidfd: int, deadline: float) -> None:
+        """Read output and watch for the exit until both are done or the deadline."""
+        while self.streams or self.wait_status is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            for key, _ in selector.select(remaining):
+                if key.fd == pidfd:
+                    selector.unregister(pidfd)
+                    self._reap()
+                elif not self._read(key.fd):
+                    selector.unregister(key.fd)
+                    self._close(key.fd)
+            if self.wait_status is not None and not self.streams:
+                return
+
+    def _read(self, fd: int) -> bool:
+        try:
+            chunk = os.read(fd, _READ_CHUNK)
+        except BlockingIOError:
+            return True
+        self.streams[fd].add(chunk)
+        return bool(chunk)
+
+    def _close(self, fd: int) -> None:
+        if self.streams.pop(fd, None) is None:
+            return
+        if fd in self.pipes:
+            self.pipes.pop(fd).close()
+        else:
+            os.close(fd)
+
+    def _reap(self) -> None:
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.wait_status = status
+        self.cpu = usage.ru_utime + usage.ru_stime
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+
+    def _kill_tree(self) -> None:
+        """SIGKILL bwrap (the launcher's process group). Its init inside the sandbox dies with
+        it (--die-with-parent), and with that init the kernel kills every process of the pid
+        namespace: children that forked twice or started their own session included."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._reap()
+
+    def _result(self, duration: float) -> Result:
+        exit_code = _exit_code(bytes(self.status.data))
+        if exit_code is None and not self.timed_out:
+            message = bytes(self.stderr.data[:500]).decode(errors="replace").strip()
+            raise SandboxFailed(f"the sandbox did not start: {message or self.proc.returncode}")
+        if self.timed_out:
+            exit_code = None
+        sig = exit_code - 128 if exit_code is not None and 128 < exit_code <= 128 + 64 else None
+        result = dict(exit_code=exit_code, signal=sig, stdout=bytes(self.stdout.data),
+                      stderr=bytes(self.stderr.data), stdout_truncated=self.stdout.dropped > 0,
+                      stderr_truncated=self.stderr.dropped > 0, duration=duration,
+                      cpu_seconds=self.cpu)
+        return Result(**result, reason=classify(self.limits, self.timed_out, **result))
+
+
+def _exit_code(status: bytes) -> int | None:
+    """bwrap's --json-status-fd writes one JSON object per line; the last has "exit-code"
+    once the script has run. No such line: bwrap failed while setting up."""
+    for line in status.splitlines():
+        try:
+            fields = json.loads(line)
+        except ValueError:
+            continue
+        if "exit-code" in fields:
+            return int(fields["exit-code"])
+    return None
+
+
+# What a refused allocation or fork prints in Python and the shells: the rlimits leave no
+# other trace. A script can print these itself, and so only mislabel its own failure.
+_MEMORY_MARKS = (b"MemoryError", b"Cannot allocate memory", b"ut of memory", b"bad_alloc")
+_PIDS_MARKS = (b"Resource temporarily unavailable", b"Cannot fork", b"fork: retry",
+               b"can't fork")
+
+
+def classify(limits: Limits, timed_out: bool, *, exit_code, signal, stderr, cpu_seconds,
+             stdout_truncated, stderr_truncated, **_) -> Reason | None:
+    """The limit that ended or cut the run, the most decisive first."""
+    if timed_out:
+        return Reason.TIMEOUT
+    if signal == _SIGXCPU or (signal == _SIGKILL and cpu_seconds >= limits.cpu_seconds):
+        return Reason.CPU
+    if exit_code != 0:
+        tail = stderr[-4096:]
+        if any(mark in tail for mark in _MEMORY_MARKS):
+            return Reason.MEMORY
+        if any(mark in tail for mark in _PIDS_MARKS):
+            return Reason.PIDS
+    if stdout_truncated or stderr_truncated:
+        return Reason.OUTPUT
+    return None
+
+
+_SIGXCPU = int(signal.SIGXCPU)
+_SIGKILL = int(signal.SIGKILL)
