@@ -40,8 +40,8 @@ from .jobcount import job_count
 from .models import Job, JobDependency
 from .scheduling import job_schedule
 from .serializers import (
-    ImportCrontabSerializer, ImportResultSerializer, JobSerializer, NextRunsQuerySerializer, RunsSerializer,
-    SchedulePreviewSerializer, import_crontab, attach_links, load_links, plan_limit_error,
+    NO_SCHEDULE_DESCRIPTION, ImportCrontabSerializer, ImportResultSerializer, JobSerializer, NextRunsQuerySerializer,
+    RunsSerializer, SchedulePreviewSerializer, import_crontab, attach_links, load_links, plan_limit_error,
 )
 from .services import pause_job, resume_job
 from .validation import PlanLimit
@@ -164,7 +164,9 @@ def _job_of(actor, pk):
                          description="Resume from now: runs missed while paused are not caught up."),
     trigger=extend_schema(request=EmptySerializer, responses={202: ExecutionSerializer},
                           description="Run the job now, outside its schedule."),
-    next_runs=extend_schema(parameters=[NextRunsQuerySerializer], responses=RunsSerializer),
+    next_runs=extend_schema(parameters=[NextRunsQuerySerializer], responses=RunsSerializer, description=(
+        "The job's next runs. A job with schedule `{\"type\": \"none\"}` runs only after its upstream jobs: "
+        "`runs` is empty and `description` says so.")),
     executions=extend_schema(responses=ExecutionSerializer(many=True), filters=True),
     stats=extend_schema(parameters=[WINDOW], responses=StatsSerializer, examples=[STATS_EXAMPLE],
                         description=STATS_DESCRIPTION),
@@ -277,6 +279,8 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         job = self.get_object()
         query = NextRunsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
+        if job.schedule_type == Job.ScheduleType.NONE:  # its upstream jobs start it: no run of its own
+            return Response({"runs": [], "description": NO_SCHEDULE_DESCRIPTION})
         after = query.validated_data.get("after") or timezone.now()
         schedule = job_schedule(job)
         runs = next_runs(schedule, after, query.validated_data["count"], start_at=job.start_at, end_at=job.end_at)

@@ -49,6 +49,13 @@ def test_next_runs_stop_at_the_window(api, tenant, make_job):
     assert [r["at"] for r in runs] == ["2027-01-01T01:00:00Z", "2027-01-01T02:00:00Z"]
 
 
+def test_next_runs_of_a_job_without_schedule_is_empty_with_the_reason(api, tenant, make_job):
+    job = make_job(tenant, schedule_type=Job.ScheduleType.NONE, cron_expression="")
+    response = api.get(f"/api/v1/jobs/{job.pk}/next-runs/?count=3")
+    assert response.status_code == 200
+    assert response.json() == {"runs": [], "description": "Runs when its upstream jobs trigger it"}
+
+
 def test_preview_of_an_unsaved_schedule(api):
     response = api.post("/api/v1/schedules/preview/", {
         "schedule": {"type": "interval", "seconds": 3600, "anchor": "2027-01-01T00:15:00Z", "timezone": "Asia/Kolkata"},
