@@ -23,9 +23,13 @@ GC_YOUNG_THRESHOLD = 10_000
 
 
 def _settle():
+    from django.conf import settings
     from django.urls import get_resolver
 
     from apps.observability.metrics import process_exited
+    from config.staticfiles import warn_if_uncollected
+
+    warn_if_uncollected(settings.STATIC_ROOT)
 
     get_resolver().url_patterns  # noqa: B018 - import every view module now
     gc.collect()
