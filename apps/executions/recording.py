@@ -225,7 +225,8 @@ def _update_jobs_health(results):
         for column, value in zip(columns, row):
             column.append(value)
     reason = "'Disabled automatically after ' || v.threshold || ' consecutive failed runs.'"
-    disabling = "j.enabled AND (v.disable OR (v.head > 0 AND j.consecutive_failures + v.head >= v.threshold))"
+    disabling = ("j.enabled AND v.threshold > 0 "  # 0: the plan never disables jobs
+                 "AND (v.disable OR (v.head > 0 AND j.consecutive_failures + v.head >= v.threshold))")
     table = connection.ops.quote_name(Job._meta.db_table)
     sql = (
         f"UPDATE {table} AS j SET last_run_at = v.ran_at, last_status = v.status, "
@@ -284,6 +285,8 @@ def _update_job_health(job_id, status, ran_at, auto_disable_after):
         jobs.update(last_run_at=ran_at, last_status=status, consecutive_failures=0)
     elif status in FAILURES:
         jobs.update(last_run_at=ran_at, last_status=status, consecutive_failures=F("consecutive_failures") + 1)
+        if not auto_disable_after:
+            return  # the plan never disables jobs
         jobs.filter(enabled=True, consecutive_failures__gte=auto_disable_after).update(
             enabled=False,
             disabled_reason=f"Disabled automatically after {auto_disable_after} consecutive failed runs.",

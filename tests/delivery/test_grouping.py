@@ -1,6 +1,7 @@
 """Results recorded in groups and admission checks run for a whole batch (delivery.py,
 recording.record_attempts, outbound.Guards.*_many): the same outcome as one at a time."""
 
+import dataclasses
 import itertools
 import time
 from datetime import timedelta
@@ -108,6 +109,24 @@ def test_job_health_of_a_group_is_that_of_its_runs_one_by_one(tenant, make_job, 
     fields = ("last_status", "consecutive_failures", "enabled", "disabled_reason")
     assert [getattr(grouped, f) for f in fields] == [getattr(single, f) for f in fields]
     assert grouped.last_run_at is not None
+
+
+@pytest.mark.parametrize("path", ["group", "one_by_one", "not_sent"])
+def test_a_plan_that_auto_disables_after_0_failures_never_disables(tenant, make_job, path):
+    job = make_job(tenant, consecutive_failures=4)
+    for _ in range(2):
+        execution = running(tenant, job)
+        if path == "group":
+            recording.record_attempts([dataclasses.replace(result(execution, "failed"), auto_disable_after=0)])
+        elif path == "one_by_one":
+            attempt = Attempt(execution_id=execution.id, **vars(result(execution, "failed").attempt))
+            recording.record_attempt(execution, attempt=attempt, status="failed", next_attempt_at=None,
+                                     auto_disable_after=0)
+        else:
+            recording.fail_running(execution, error_kind="template_error", error_message="x", now=timezone.now(),
+                                   auto_disable_after=0)
+    job.refresh_from_db()
+    assert (job.enabled, job.disabled_reason, job.consecutive_failures) == (True, "", 6)
 
 
 def test_a_run_whose_lease_was_taken_back_keeps_its_state(tenant, make_job):
