@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import env_bool, env_float, env_int, env_list, env_str
+from .secret_key import check_secret_key
 from .staticfiles import manifest_missing
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -247,6 +248,12 @@ SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if SERVED_OVER_HTTPS else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Probes from inside the network (load balancer, container health checks) speak plain
+# http to the web process: they are answered, not redirected to https.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+# The example's placeholder refused always; a weak key refused when served over https.
+check_secret_key(SECRET_KEY, production=SERVED_OVER_HTTPS)
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 # Content-Security-Policy on our HTML pages (apps/accounts/middleware.py).
 CSP_ENABLED = env_bool("CSP_ENABLED", True)

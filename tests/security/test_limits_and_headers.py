@@ -126,7 +126,7 @@ def test_https_site_defaults_to_secure_cookies_and_hsts(monkeypatch):
 
     monkeypatch.setenv("SITE_URL", "https://cron.example.com")
     monkeypatch.setenv("DATABASE_URL", "postgres://x@localhost/x")
-    monkeypatch.setenv("SECRET_KEY", "k")
+    monkeypatch.setenv("SECRET_KEY", "k" * 40 + "-long-enough")
     monkeypatch.delenv("DEBUG", raising=False)
     try:
         fresh = importlib.reload(module)
