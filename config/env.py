@@ -57,3 +57,17 @@ def env_list(name, default=()):
     if raw is None:
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_int_map(name, default):
+    """``a=1,b=2`` as {"a": 1, "b": 2}: each part a name, ``=`` and a whole number >= 0."""
+    raw = env_str(name)
+    if raw is None:
+        return dict(default)
+    mapping = {}
+    for part in env_list(name):
+        key, equals, number = (piece.strip() for piece in part.partition("="))
+        if not (key and equals and number.isascii() and number.isdigit()):
+            raise ImproperlyConfigured(f"{name}={raw!r}: {part!r} is not name=number (a whole number, 0 or more).")
+        mapping[key] = int(number)
+    return mapping

@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_float, env_int, env_list, env_str
+from .env import env_bool, env_float, env_int, env_int_map, env_list, env_str
 from .secret_key import check_secret_key
 from .staticfiles import manifest_missing
 
@@ -358,11 +358,8 @@ DELIVERY_DEFER_SECONDS = env_float("DELIVERY_DEFER_SECONDS", 2.0)
 # Requests a minute one organization may have sent to one host (all its jobs together), by
 # plan code ("*" for any other plan; 0 turns the limit off for that plan). A minute's worth
 # may go at once.
-HOST_RATE_PER_MINUTE = {
-    code: int(rate) for code, _, rate in (
-        item.partition("=") for item in env_list(
-            "HOST_RATE_PER_MINUTE", ["free=60", "pro=600", "business=6000", "enterprise=0", "*=600"]))
-}
+HOST_RATE_PER_MINUTE = env_int_map("HOST_RATE_PER_MINUTE",
+                                   {"free": 60, "pro": 600, "business": 6000, "enterprise": 0, "*": 600})
 BREAKER_FAILURE_THRESHOLD = env_int("BREAKER_FAILURE_THRESHOLD", 5)
 BREAKER_COOLDOWN_SECONDS = env_float("BREAKER_COOLDOWN_SECONDS", 60.0)
 

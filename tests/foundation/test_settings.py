@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_int, env_int_map, env_list, env_str
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,3 +58,25 @@ def test_env_helpers_parse_and_read_files(monkeypatch, tmp_path):
     monkeypatch.setenv("TOKEN", "from-env")
     monkeypatch.setenv("TOKEN_FILE", str(secret))
     assert env_str("TOKEN") == "from-file"
+
+
+def test_env_int_map_reads_name_number_pairs(monkeypatch):
+    assert env_int_map("RATES", {"*": 1}) == {"*": 1}
+    monkeypatch.setenv("RATES", "free=60, pro=600 ,*=0")
+    assert env_int_map("RATES", {}) == {"free": 60, "pro": 600, "*": 0}
+
+
+@pytest.mark.parametrize("raw, bad", [("free=60,pro", "pro"), ("free=sixty", "free=sixty"), ("=60", "=60"),
+                                      ("free=-1", "free=-1"), ("free=1.5", "free=1.5")])
+def test_env_int_map_names_the_bad_part(monkeypatch, raw, bad):
+    monkeypatch.setenv("RATES", raw)
+    with pytest.raises(ImproperlyConfigured, match=f"RATES={raw!r}: {bad!r} is not name=number"):
+        env_int_map("RATES", {})
+
+
+def test_a_malformed_host_rate_refuses_to_start(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(VAR_DIR=str(tmp_path), HOST_RATE_PER_MINUTE="free=60,pro:600")
+    result = _django_check(env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: HOST_RATE_PER_MINUTE='free=60,pro:600': 'pro:600' is not" in result.stderr
