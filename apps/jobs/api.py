@@ -22,6 +22,7 @@ from apps.accounts.api.base import ApiViewMixin
 from apps.accounts.api.errors import Conflict
 from apps.accounts.api.filters import FilterBackend, names_a_filter
 from apps.accounts.api.pagination import ExecutionCursorPagination
+from apps.accounts.api.params import query_flag
 from apps.accounts.api.representation import represent, represent_many
 from apps.accounts.api.serializers import EmptySerializer
 from apps.badges.api import BADGE_EXAMPLE, BadgeSerializer, badge_for
@@ -241,8 +242,9 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         self.audit("job.update", job, {"fields": fields})
 
     def perform_destroy(self, job):
+        force = query_flag(self.request, "force")
         dependents = list(job.downstream_links.select_related("downstream").order_by("id"))
-        if dependents and self.request.query_params.get("force") != "true":
+        if dependents and not force:
             raise HasDependents(dependents)
         self.audit("job.delete", job, {"name": job.name})
         job.delete()

@@ -10,6 +10,7 @@ from rest_framework.exceptions import ErrorDetail
 from apps.accounts.api.actor import Role
 from apps.accounts.api.base import ApiViewMixin, StrictModelSerializer
 from apps.accounts.api.errors import Conflict
+from apps.accounts.api.params import query_flag
 from cronsvc.schedules import ScheduleError
 from cronsvc.schedules.localtime import load_zone
 
@@ -83,7 +84,8 @@ class ProjectViewSet(ApiViewMixin, viewsets.ModelViewSet):
         self.audit("project.update", project, {"name": project.name, "timezone": project.timezone})
 
     def perform_destroy(self, project):
-        if project.jobs.exists() and self.request.query_params.get("force", "").lower() not in ("true", "1"):
+        force = query_flag(self.request, "force")
+        if project.jobs.exists() and not force:
             raise ProjectNotEmpty()
         self.audit("project.delete", project, {"name": project.name, "jobs": project.jobs.count()})
         project.delete()

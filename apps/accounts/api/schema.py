@@ -32,6 +32,7 @@ ERROR_CODES = {
     "forbidden_target": "the URL points at a private, loopback or otherwise refused address",
     "invalid_region": "region is not one of the configured regions",
     "invalid_cursor": "the pagination cursor is not valid",
+    "invalid_flag": "a yes/no query parameter (e.g. ?force) is not true/false or 1/0",
     "parse_error": "the body is not valid JSON",
     "json_too_deep": "the JSON body nests deeper than MAX_JSON_DEPTH levels",
     "request_too_large": "the body is larger than MAX_REQUEST_BODY_BYTES (413)",

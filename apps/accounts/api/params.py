@@ -1,0 +1,17 @@
+"""Query parameters every endpoint reads the same way."""
+
+from rest_framework.exceptions import ErrorDetail, ValidationError
+
+_YES, _NO = ("true", "1"), ("false", "0", "")
+
+
+def query_flag(request, name):
+    """A yes/no query parameter (``?force=true``): true or 1 (any case) is yes; false, 0,
+    empty or absent is no; anything else is refused (400 ``invalid_flag``) rather than
+    read as no."""
+    raw = request.query_params.get(name)
+    value = "" if raw is None else raw.lower()
+    if value in _YES or value in _NO:
+        return value in _YES
+    raise ValidationError({name: [ErrorDetail(f"?{name}={raw} is not a yes/no value: use ?{name}=true or "
+                                              f"?{name}=false (1 and 0 work too).", code="invalid_flag")]})
