@@ -222,6 +222,8 @@ class _Run:
             os.close(fd)
 
     def _reap(self) -> None:
+        if self.wait_status is not None:  # the kill at the deadline reaped it already
+            return
         _, status, usage = os.wait4(self.proc.pid, 0)
         self.wait_status = status
         self.cpu = usage.ru_utime + usage.ru_stime

@@ -1,0 +1,149 @@
+"""The script sandbox's limits hold and say which was hit: wall time (the whole tree dies),
+CPU time, memory, processes (fork bombs), disk (/tmp) and output."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+from cronsvc.sandbox import Limits, Reason
+from cronsvc.sandbox.runner import classify
+from tests.support.sandbox import (  # noqa: F401  (box is a fixture)
+    PY, SH, box, host_uid, processes_after, run,
+)
+
+
+def test_a_run_past_its_wall_time_is_killed(box):
+    result = run(box, PY, """
+        import time
+        print("started")
+        time.sleep(600)
+        print("never")
+    """, wall_seconds=1)
+    assert (result.reason, result.exit_code) == (Reason.TIMEOUT, None)
+    assert result.stdout == b"started\n"  # what came before the kill is kept
+    assert processes_after(host_uid(box)) == []
+
+
+def test_a_double_forked_daemon_dies_with_the_run_at_the_deadline(box):
+    result = run(box, SH, """
+        ( setsid sh -c 'trap "" HUP TERM; sleep 600' & )
+        ( sleep 600 & )
+        echo spawned
+        sleep 600
+    """, wall_seconds=1)
+    assert result.reason is Reason.TIMEOUT
+    assert result.stdout == b"spawned\n"
+    assert processes_after(host_uid(box)) == []
+
+
+def test_a_daemon_left_behind_by_a_finished_script_is_killed(box):
+    result = run(box, SH, """
+        ( setsid sh -c 'exec >/dev/null 2>&1; sleep 600' & )
+        echo done
+    """, wall_seconds=30)
+    assert (result.exit_code, result.reason, result.stdout) == (0, None, b"done\n")
+    assert processes_after(host_uid(box)) == []
+
+
+def test_a_script_that_closes_its_output_still_meets_the_deadline(box):
+    result = run(box, SH, "exec >&- 2>&-; sleep 600", wall_seconds=1)
+    assert result.reason is Reason.TIMEOUT
+    assert processes_after(host_uid(box)) == []
+
+
+def test_cpu_time_is_limited(box):
+    result = run(box, PY, "while True: pass", cpu_seconds=1, wall_seconds=60)
+    assert result.reason is Reason.CPU
+    assert result.signal in (signal.SIGXCPU, signal.SIGKILL)
+
+
+def test_filling_memory_is_stopped(box):
+    result = run(box, PY, """
+        chunks = []
+        while True:
+            chunks.append(bytearray(16 * 1024 * 1024))
+    """, memory_bytes=128 * 1024 * 1024)
+    assert result.reason is Reason.MEMORY
+    assert result.exit_code == 1
+    assert b"MemoryError" in result.stderr
+
+
+def test_one_big_allocation_is_refused(box):
+    result = run(box, PY, "x = bytearray(1024 ** 3)", memory_bytes=128 * 1024 * 1024)
+    assert result.reason is Reason.MEMORY
+
+
+def test_a_fork_bomb_is_contained(box):
+    result = run(box, SH, "bomb() { bomb | bomb & }; bomb; sleep 600", max_processes=16,
+                 wall_seconds=5)
+    assert result.reason in (Reason.PIDS, Reason.TIMEOUT)
+    assert processes_after(host_uid(box)) == []
+    assert subprocess.run(["true"]).returncode == 0  # the host can still start processes
+
+
+def test_forks_past_the_process_limit_are_refused(box):
+    result = run(box, PY, """
+        import os, time
+        started = 0
+        try:
+            while True:
+                if os.fork() == 0:
+                    time.sleep(600)
+                    os._exit(0)
+                started += 1
+        finally:
+            print(started)
+    """, max_processes=10, wall_seconds=30)
+    assert result.reason is Reason.PIDS
+    assert int(result.stdout) < 10  # the script itself is one of the ten
+    assert b"BlockingIOError" in result.stderr
+    assert processes_after(host_uid(box)) == []
+
+
+def test_filling_the_disk_stops_at_the_tmp_cap(box):
+    result = run(box, PY, """
+        import os
+        written = 0
+        try:
+            with open("/tmp/fill", "wb") as f:
+                while True:
+                    f.write(b"x" * 65536)
+                    f.flush()
+                    written += 65536
+        except OSError as e:
+            print(e.errno, written)
+    """, tmp_bytes=1024 * 1024)
+    errno_, written = map(int, result.stdout.split())
+    assert errno_ == 28  # ENOSPC
+    assert written <= 1024 * 1024
+
+
+def test_output_floods_are_capped_and_flagged(box):
+    result = run(box, PY, """
+        import sys
+        sys.stdout.write("o" * 5_000_000)
+        sys.stderr.write("e" * 5_000_000)
+    """, output_bytes=1000)
+    assert (result.exit_code, result.reason) == (0, Reason.OUTPUT)
+    assert (result.stdout, result.stderr) == (b"o" * 1000, b"e" * 1000)
+    assert result.stdout_truncated and result.stderr_truncated
+
+
+def test_output_at_the_cap_is_not_truncated(box):
+    result = run(box, SH, "printf '%1000s' x", output_bytes=1000)
+    assert (len(result.stdout), result.stdout_truncated, result.reason) == (1000, False, None)
+
+
+def test_the_most_decisive_reason_wins():
+    limits = Limits(cpu_seconds=5)
+    base = dict(exit_code=1, signal=None, stderr=b"MemoryError\n", cpu_seconds=0.1,
+                stdout_truncated=True, stderr_truncated=False)
+    assert classify(limits, True, **base) is Reason.TIMEOUT
+    assert classify(limits, False, **base) is Reason.MEMORY
+    assert classify(limits, False, **{**base, "signal": 24}) is Reason.CPU
+    assert classify(limits, False, **{**base, "stderr": b"Cannot fork\n"}) is Reason.PIDS
+    assert classify(limits, False, **{**base, "stderr": b""}) is Reason.OUTPUT
+    # A script that prints the words and succeeds hit no limit.
+    assert classify(limits, False, **{**base, "exit_code": 0, "stdout_truncated": False}) \
+        is None
