@@ -1,3 +1,7 @@
+import os
+from urllib.parse import urlsplit
+
+import psycopg
 import pytest
 import redis
 from django.conf import settings
@@ -10,3 +14,24 @@ def broker():
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     yield Broker(client)
     client.close()
+
+
+REDIS_INDEX = 8  # the deploy tests' own Redis database: their workers consume the real plan queues
+
+
+@pytest.fixture
+def fresh_database():
+    """An empty PostgreSQL database and an emptied Redis database, as a new install has:
+    {"DATABASE_URL": ..., "REDIS_URL": ...}. Dropped afterwards."""
+    server = urlsplit(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cronsvc"))
+    user, host, port = server.username or "postgres", server.hostname, server.port or 5432
+    admin = f"postgresql://{user}@{host}:{port}/postgres"
+    name = f"cronsvc_fresh_{os.getpid()}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    redis_url = f"redis://{host}:6379/{REDIS_INDEX}"
+    redis.Redis.from_url(redis_url).flushdb()
+    yield {"DATABASE_URL": f"postgres://{user}@{host}:{port}/{name}", "REDIS_URL": redis_url}
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

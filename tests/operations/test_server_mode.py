@@ -12,12 +12,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pexpect
-import psycopg
 import pytest
-import redis
 import requests
 
 from tests.support.crawl import Browser
@@ -26,26 +23,9 @@ from tests.support.processes import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
-REDIS_INDEX = 8  # this test's own Redis database: its workers consume the real plan queues
 OPERATOR_EMAIL = "operator@example.com"
 # The machine's own environment, less what the deploy steps' .env must provide.
 LEFT_OUT = ("DATABASE_", "REDIS_", "CELERY_", "SECRET_KEY", "DJANGO_", "PYTEST", "VIRTUAL_ENV")
-
-
-@pytest.fixture
-def server_database():
-    server = urlsplit(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cronsvc"))
-    admin = f"postgresql://{server.username or 'postgres'}@{server.hostname}:{server.port or 5432}/postgres"
-    name = f"cronsvc_servermode_{os.getpid()}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    redis_url = f"redis://{server.hostname}:6379/{REDIS_INDEX}"
-    redis.Redis.from_url(redis_url).flushdb()
-    yield {"DATABASE_URL": f"postgres://{server.username or 'postgres'}@{server.hostname}:{server.port or 5432}/{name}",
-           "REDIS_URL": redis_url}
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 class Deploy:
@@ -103,13 +83,13 @@ def _answers(url):
         return False
 
 
-def test_readme_deploy_steps_on_a_fresh_clone_serve_every_page(tmp_path, server_database, target):
+def test_readme_deploy_steps_on_a_fresh_clone_serve_every_page(tmp_path, fresh_database, target):
     clone = fresh_checkout(tmp_path / "cronsvc")
     script = tmp_path / "deploy-steps.sh"
     script.write_text(readme_deploy_steps())
     port, password = free_port(), secrets.token_urlsafe(18)
     base = f"http://127.0.0.1:{port}"
-    edits = {**server_database, "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
+    edits = {**fresh_database, "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
              "SITE_URL": f"https://127.0.0.1:{port}", "PORT": port, "OUTBOUND_ALLOWED_NETWORKS": "127.0.0.0/8",
              "WEB_CONCURRENCY": 1, "WORKER_CONCURRENCY": 2, "EMAIL_URL": "console://"}
     env = {k: v for k, v in os.environ.items() if not k.startswith(LEFT_OUT)}

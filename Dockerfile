@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# One image for every process type: the entrypoint runs the Procfile line its first argument
+# names (deploy/entrypoint.sh), so `web`, `release`, `scheduler`, `worker_pro`, ... are the
+# commands. docker-compose.yml runs the whole platform from it; docs/deploy.md says more.
+
+# --- build: the pinned base requirements in a virtualenv (wheels only; no compiler needed) ---
+FROM python:3.11-slim-bookworm AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/venv
+COPY requirements/base.txt /tmp/requirements/base.txt
+RUN /opt/venv/bin/pip install --requirement /tmp/requirements/base.txt
+
+# --- runtime: the virtualenv, the code and the collected static files; a non-root user ---
+FROM python:3.11-slim-bookworm
+RUN groupadd --system --gid 10001 cronsvc \
+ && useradd --system --uid 10001 --gid cronsvc --home-dir /app --no-create-home --shell /usr/sbin/nologin cronsvc
+COPY --from=build /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    STATIC_ROOT=/app/staticfiles \
+    VAR_DIR=/tmp/cronsvc \
+    PORT=8000
+WORKDIR /app
+COPY . /app
+# Static files are collected into the image, so the web process never depends on a release
+# step having run in its own container. (Settings load in embedded mode here: nothing is kept.)
+RUN VAR_DIR=/tmp/collect python manage.py collectstatic --noinput --verbosity 0 && rm -rf /tmp/collect
+USER cronsvc
+EXPOSE 8000
+ENTRYPOINT ["/app/deploy/entrypoint.sh"]
+CMD ["web"]
