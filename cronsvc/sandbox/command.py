@@ -85,7 +85,10 @@ def bwrap_args(bwrap: str, script: Script, limits: Limits, files: DataFiles,
     for path, fd in files.etc.items():
         args += ["--perms", "0444", "--ro-bind-data", str(fd), path]
     args += ["--perms", "0444", "--ro-bind-data", str(files.script), SCRIPT_PATH]
-    args += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
+    # Both tmpfs mounts bwrap made itself (the root and /dev) are read-only: /dev's has no
+    # size cap, and a script filling it would fill the host's memory. The device nodes are
+    # bind mounts of their own and stay writable (/dev/null).
+    args += ["--remount-ro", "/", "--remount-ro", "/dev", "--chdir", "/tmp", "--clearenv"]
     for name, value in environment(script).items():
         args += ["--setenv", name, value]
     args += ["--seccomp", str(files.seccomp), "--"]

@@ -68,6 +68,25 @@ def test_nothing_outside_tmp_is_writable(box, target):
     assert result.exit_code != 0
 
 
+def test_tmp_is_the_only_writable_place(box):
+    """/dev included: bwrap's /dev is a tmpfs without a size cap (a way to fill the host's
+    memory) unless it is made read-only."""
+    result = run(box, PY, """
+        import os
+        points = {line.split()[4] for line in open("/proc/self/mountinfo")}
+        places = {p for p in points | {"/dev/shm", "/dev/mqueue"} if os.path.isdir(p)}
+        writable = []
+        for place in sorted(places):
+            try:
+                open(os.path.join(place, "probe"), "wb").close()
+                writable.append(place)
+            except OSError:
+                pass
+        print(writable, "/dev" in places)
+    """)
+    assert result.stdout == b"['/tmp'] True\n", result.stderr
+
+
 def test_the_hosts_processes_are_not_visible(box, monkeypatch):
     secret = f"host-secret-{uuid.uuid4().hex}"
     monkeypatch.setenv("CRONSVC_TEST_SECRET", secret)
