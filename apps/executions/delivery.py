@@ -41,6 +41,7 @@ import cronsvc
 from cronsvc.delivery.breaker import COUNTED_FAILURES, host_key
 from cronsvc.delivery.client import deliver
 from cronsvc.delivery.errors import InvalidRequest
+from cronsvc.delivery.masking import masked
 from cronsvc.delivery.outcome import SuccessCriteria, circuit_open, classify, parse_status_codes
 from cronsvc.delivery.request import RequestSpec, prepare, standard_variables
 from cronsvc.delivery.retry import RetryPolicy, next_delay, parse_retry_after, should_retry
@@ -57,8 +58,6 @@ log = logging.getLogger("cronsvc.worker")
 
 S = Execution.Status
 RETRY_AFTER_STATUSES = (429, 503)
-MASK = "••••"
-SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key"}
 # Once a result is back, how long to wait for more before recording them together.
 GROUP_WAIT = 0.02
 _rng = random.SystemRandom()
@@ -469,7 +468,7 @@ def _record(sent, successes, failures):
                 duration_ms=round(result.duration_ms), request_method=prepared.method,
                 request_url=prepared.url, request_headers=masked(prepared.headers, job.secret_header_names()),
                 request_body=_text(prepared.body), response_status=result.status_code,
-                response_headers=result.headers, response_body=result.body_excerpt,
+                response_headers=masked(result.headers), response_body=result.body_excerpt,
                 remote_addr=result.remote_addr or "", outcome="succeeded" if outcome.succeeded else "failed",
                 error_kind=outcome.error_kind or "", error_message="" if outcome.succeeded else outcome.message,
             ),
@@ -513,13 +512,6 @@ def retry_policy(job, plan):
         initial_delay=job.retry_initial_delay_seconds, max_delay=job.retry_max_delay_seconds,
         multiplier=job.retry_multiplier, retry_on_timeout=job.retry_on_timeout,
     )
-
-
-def masked(headers, secret_names=frozenset()):
-    """The request copy kept in history: credential headers, and those the job marks
-    secret, read as the mask."""
-    return {name: (MASK if name.lower() in SECRET_HEADERS or name.lower() in secret_names else value)
-            for name, value in headers.items()}
 
 
 def _text(body):

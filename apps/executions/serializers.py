@@ -12,17 +12,12 @@ from rest_framework import ISO_8601
 from rest_framework.settings import api_settings
 
 from apps.accounts.api.base import StrictSerializer
+from cronsvc.delivery.masking import masked
 
 from .models import Attempt, Execution
 
 ZERO = timedelta(0)
-MASK = "••••"
-SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"})
 MAX_BULK_REPLAY = 100
-
-
-def without_secrets(headers):
-    return {name: MASK if name.lower() in SECRET_HEADERS else value for name, value in (headers or {}).items()}
 
 
 class ExecutionResponseSerializer(serializers.Serializer):
@@ -44,7 +39,7 @@ class SentRequestSerializer(serializers.Serializer):
 
 
 def _response(row):
-    return {"status": row.response_status, "headers": without_secrets(row.response_headers),
+    return {"status": row.response_status, "headers": masked(row.response_headers),
             "body": row.response_body}
 
 
@@ -65,7 +60,7 @@ class AttemptSerializer(serializers.ModelSerializer):
     @extend_schema_field(SentRequestSerializer)
     def get_request(self, attempt):
         return {"method": attempt.request_method, "url": attempt.request_url,
-                "headers": without_secrets(attempt.request_headers), "body": attempt.request_body}
+                "headers": masked(attempt.request_headers), "body": attempt.request_body}
 
     @extend_schema_field(ExecutionResponseSerializer)
     def get_response(self, attempt):

@@ -4,11 +4,11 @@ from django.utils.timezone import now
 
 from apps.accounts.encryption import EncryptedJSONField
 from apps.accounts.tenancy import tenant_manager
+from cronsvc.delivery.masking import SECRET_HEADER_NAMES
 from cronsvc.ids import uuid7
 
-# Headers whose values are credentials: stored encrypted (Job.secret_headers), never shown
-# back. A customer may mark any other header secret too.
-SECRET_HEADER_NAMES = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
+# Headers whose values are credentials (SECRET_HEADER_NAMES) are stored encrypted
+# (Job.secret_headers) and never shown back. A customer may mark any other header secret too.
 
 
 class Job(models.Model):

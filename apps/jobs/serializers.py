@@ -21,15 +21,15 @@ from apps.accounts.api.base import StrictModelSerializer, StrictSerializer
 from apps.accounts.api.errors import PlanLimitExceeded, error_body
 from apps.accounts.models import Organization
 from apps.projects.models import Project
+from cronsvc.delivery.masking import MASK, SECRET_HEADER_NAMES
 from cronsvc.ids import uuid_or_none
 from cronsvc.schedules import ScheduleError, describe, parse_crontab, parse_schedule, schedule_to_dict
 
 from . import jobcount, validation
-from .models import SECRET_HEADER_NAMES, Job, JobDependency
+from .models import Job, JobDependency
 from .scheduling import job_schedule
 from .services import pause_job, reschedule, resume_job
 
-MASK = "••••"
 SECRET_KEYS = {"basic": ("username", "password"), "bearer": ("token",)}
 MAX_RUNS = 100
 

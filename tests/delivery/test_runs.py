@@ -51,6 +51,18 @@ def test_success_is_recorded_with_the_response(tenant, make_job, target):
     assert job.last_status == "succeeded" and job.consecutive_failures == 0
 
 
+def test_credential_response_headers_are_masked_in_the_database_and_exports(tenant, make_job, target):
+    import gzip
+
+    from apps.accounts.gdpr import compressed_export
+
+    execution = run(queued(tenant, make_job(tenant, url=target.url("/set-cookie"))))
+    (attempt,) = execution.attempts.all()
+    for headers in (execution.response_headers, attempt.response_headers):
+        assert headers["set-cookie"] == "••••" and headers["x-request-id"] == "r-1"
+    assert "s3cr3t-cookie" not in gzip.decompress(compressed_export(tenant.organization)).decode()
+
+
 def test_signature_verifies_with_the_standard_webhooks_library(tenant, make_job, target):
     job = make_job(tenant, url=target.url("/signed"), method="POST", body='{"payload": 1}')
     execution = run(queued(tenant, job))

@@ -83,6 +83,8 @@ class _Handler(BaseHTTPRequestHandler):
             if count <= int(query.get("fail", "1")):
                 return 503, {}, b"not yet"
             return 200, {}, b"finally"
+        if path.startswith("/set-cookie"):
+            return 200, {"Set-Cookie": "session=s3cr3t-cookie; HttpOnly", "X-Request-Id": "r-1"}, b"ok"
         if path.startswith("/big"):
             return 200, {"Content-Type": "text/plain"}, b"x" * int(query.get("bytes", "100000"))
         return 200, {"Content-Type": "application/json"}, json.dumps({"ok": True, "path": path}).encode()

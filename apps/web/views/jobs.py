@@ -26,7 +26,6 @@ from apps.accounts.api.errors import PlanLimitExceeded
 from apps.executions.delivery import request_spec, success_criteria
 from apps.executions.models import Execution
 from apps.executions.outbound import http_session, outbound_policy
-from apps.executions.serializers import without_secrets
 from apps.executions.triggers import trigger_now
 from apps.jobs import forms as job_forms
 from apps.jobs.api import JobFilter, runs_payload, validate_preview
@@ -38,6 +37,7 @@ from apps.jobs.validation import PlanLimit
 from apps.billing.models import Plan
 from cronsvc.delivery.client import deliver
 from cronsvc.delivery.errors import InvalidRequest
+from cronsvc.delivery.masking import masked
 from cronsvc.delivery.outcome import classify
 from cronsvc.delivery.request import prepare, standard_variables
 from cronsvc.ids import uuid7, uuid_or_none
@@ -310,9 +310,9 @@ def send_test_request(job):
     return {
         "succeeded": outcome.succeeded, "error_kind": outcome.error_kind, "message": outcome.message,
         "status": result.status_code, "duration_ms": round(result.duration_ms),
-        "headers": without_secrets(result.headers), "body": result.body_excerpt,
+        "headers": masked(result.headers), "body": result.body_excerpt,
         "truncated": result.body_truncated,
-        "request": {"method": prepared.method, "url": prepared.url, "headers": without_secrets(prepared.headers),
+        "request": {"method": prepared.method, "url": prepared.url, "headers": masked(prepared.headers),
                     "body": prepared.body.decode("utf-8", errors="replace")},
     }
 
