@@ -50,3 +50,15 @@ def test_the_first_api_call_creates_a_job_in_the_demo_tenant(live_server, settin
     assert job.project.organization.slug == "demo" and job.project.slug == "default"
     assert (job.name, job.url, job.method, job.cron_expression) == (
         "nightly report", "https://example.com/hook", "POST", "0 3 * * *")
+
+
+def _command_words(text):
+    # The curl command only: comments dropped, line continuations and spacing folded.
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    return " ".join(" ".join(lines).replace("\\", " ").split())
+
+
+def test_the_readme_shows_the_script_that_is_run():
+    readme = (SCRIPT.parents[1] / "README.md").read_text()
+    command = _command_words(SCRIPT.read_text())
+    assert command.startswith("curl ") and command in _command_words(readme)
