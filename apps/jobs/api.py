@@ -238,23 +238,26 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
 
     def perform_update(self, serializer):
         fields = sorted(serializer.initial_data) if isinstance(serializer.initial_data, dict) else []
-        job = serializer.save()
-        self.audit("job.update", job, {"fields": fields})
+        with transaction.atomic():  # each change commits with its audit event, or neither does
+            job = serializer.save()
+            self.audit("job.update", job, {"fields": fields})
 
     def perform_destroy(self, job):
         force = query_flag(self.request, "force")
         dependents = list(job.downstream_links.select_related("downstream").order_by("id"))
         if dependents and not force:
             raise HasDependents(dependents)
-        self.audit("job.delete", job, {"name": job.name})
-        job.delete()
+        with transaction.atomic():
+            self.audit("job.delete", job, {"name": job.name})
+            job.delete()
 
     @action(detail=True, methods=["post"])
     def pause(self, request, pk=None):
         job = self.get_object()
         self._no_body()
-        pause_job(job, reason="paused through the API")
-        self.audit("job.pause", job)
+        with transaction.atomic():
+            pause_job(job, reason="paused through the API")
+            self.audit("job.pause", job)
         return Response(JobSerializer(job, context=self.get_serializer_context()).data)
 
     @action(detail=True, methods=["post"])
@@ -262,10 +265,11 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         job = self.get_object()
         self._no_body()
         try:
-            resume_job(job)
+            with transaction.atomic():
+                resume_job(job)
+                self.audit("job.resume", job)
         except PlanLimit as exc:
             raise plan_limit_error(exc) from None
-        self.audit("job.resume", job)
         return Response(JobSerializer(job, context=self.get_serializer_context()).data)
 
     @action(detail=True, methods=["post"])

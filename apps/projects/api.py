@@ -1,6 +1,7 @@
 """/api/v1/projects/: admins create, rename and delete projects; every member reads
 the projects they reach."""
 
+from django.db import transaction
 from django.db.models import Count
 from django.utils.text import slugify
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -75,17 +76,21 @@ class ProjectViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def get_queryset(self):
         return self.actor.projects().annotate(job_count=Count("jobs"))
 
+    # Each change commits with its audit event, or neither does.
     def perform_create(self, serializer):
-        project = serializer.save(organization=self.actor.organization)
-        self.audit("project.create", project, {"name": project.name})
+        with transaction.atomic():
+            project = serializer.save(organization=self.actor.organization)
+            self.audit("project.create", project, {"name": project.name})
 
     def perform_update(self, serializer):
-        project = serializer.save()
-        self.audit("project.update", project, {"name": project.name, "timezone": project.timezone})
+        with transaction.atomic():
+            project = serializer.save()
+            self.audit("project.update", project, {"name": project.name, "timezone": project.timezone})
 
     def perform_destroy(self, project):
         force = query_flag(self.request, "force")
         if project.jobs.exists() and not force:
             raise ProjectNotEmpty()
-        self.audit("project.delete", project, {"name": project.name, "jobs": project.jobs.count()})
-        project.delete()
+        with transaction.atomic():
+            self.audit("project.delete", project, {"name": project.name, "jobs": project.jobs.count()})
+            project.delete()

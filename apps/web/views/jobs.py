@@ -161,11 +161,12 @@ def job_create(request):
         errors = _validate(serializer)
         if not errors:
             try:
-                job = serializer.save()
+                with transaction.atomic():  # each change commits with its audit event, or neither does
+                    job = serializer.save()
+                    audit(request, "job.create", job, {"name": job.name})
             except PlanLimitExceeded as exc:
                 errors = _plan_errors(exc)
             else:
-                audit(request, "job.create", job, {"name": job.name})
                 messages.success(request, f"Job “{job.name}” created.")
                 return redirect("web:job_detail", pk=job.pk)
         values = job_forms.posted_values(request.POST)
@@ -184,8 +185,9 @@ def job_edit(request, pk):
         serializer = JobSerializer(job, data=data, context=serializer_context(request))
         errors = _validate(serializer)
         if not errors:
-            job = serializer.save()
-            audit(request, "job.update", job, {"fields": sorted(data)})
+            with transaction.atomic():
+                job = serializer.save()
+                audit(request, "job.update", job, {"fields": sorted(data)})
             messages.success(request, f"Job “{job.name}” saved.")
             return redirect("web:job_detail", pk=job.pk)
         values = job_forms.posted_values(request.POST, stored_auth=job.auth)
@@ -414,8 +416,9 @@ def _job_action(request, pk):
 @require_POST
 def job_pause(request, pk):
     job = _job_action(request, pk)
-    pause_job(job, reason=f"paused by {request.user.email}")
-    audit(request, "job.pause", job)
+    with transaction.atomic():
+        pause_job(job, reason=f"paused by {request.user.email}")
+        audit(request, "job.pause", job)
     messages.success(request, f"“{job.name}” is paused: it will not run until you resume it.")
     return redirect("web:job_detail", pk=job.pk)
 
@@ -425,11 +428,12 @@ def job_pause(request, pk):
 def job_resume(request, pk):
     job = _job_action(request, pk)
     try:
-        resume_job(job)
+        with transaction.atomic():
+            resume_job(job)
+            audit(request, "job.resume", job)
     except PlanLimit as exc:
         messages.error(request, f"“{job.name}” stays paused: {exc.message}")
         return redirect("web:job_detail", pk=job.pk)
-    audit(request, "job.resume", job)
     messages.success(request, f"“{job.name}” resumed; runs missed while paused are not caught up.")
     return redirect("web:job_detail", pk=job.pk)
 
@@ -463,7 +467,9 @@ def job_duplicate(request, pk):
     copy_job = None
     if not errors:
         try:
-            copy_job = serializer.save()
+            with transaction.atomic():
+                copy_job = serializer.save()
+                audit(request, "job.create", copy_job, {"name": copy_job.name, "duplicate_of": str(job.pk)})
         except PlanLimitExceeded as exc:
             errors = _plan_errors(exc)
     if errors:
@@ -471,7 +477,6 @@ def job_duplicate(request, pk):
             for message in messages_:
                 messages.error(request, f"Could not duplicate: {message}")
         return redirect("web:job_detail", pk=job.pk)
-    audit(request, "job.create", copy_job, {"name": copy_job.name, "duplicate_of": str(job.pk)})
     messages.success(request, "Copy created, paused: review it, then resume it.")
     return redirect("web:job_edit", pk=copy_job.pk)
 
@@ -480,9 +485,10 @@ def job_duplicate(request, pk):
 def job_delete(request, pk):
     job = _job_action(request, pk)
     if request.method == "POST":
-        audit(request, "job.delete", job, {"name": job.name})
         name = job.name
-        job.delete()
+        with transaction.atomic():
+            audit(request, "job.delete", job, {"name": name})
+            job.delete()
         messages.success(request, f"Job “{name}” deleted.")
         return redirect("web:dashboard")
     return render(request, "web/jobs/delete.html", {"job": job})

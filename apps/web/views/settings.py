@@ -80,8 +80,9 @@ def project_create(request):
     data = {key: value for key, value in data.items() if value or key == "name"}
     serializer = ProjectSerializer(data=data, context=serializer_context(request))
     if serializer.is_valid():
-        project = serializer.save(organization=request.actor.organization)
-        audit(request, "project.create", project, {"name": project.name})
+        with transaction.atomic():  # each change commits with its audit event, or neither does
+            project = serializer.save(organization=request.actor.organization)
+            audit(request, "project.create", project, {"name": project.name})
         messages.success(request, f"Project “{project.name}” created.")
         return redirect("web:settings")
     actor = request.actor
@@ -100,8 +101,9 @@ def project_edit(request, pk):
         data = {key: request.POST.get(key, "").strip() for key in ("name", "slug", "timezone")}
         serializer = ProjectSerializer(project, data=data, partial=True, context=serializer_context(request))
         if serializer.is_valid():
-            project = serializer.save()
-            audit(request, "project.update", project, {"name": project.name, "timezone": project.timezone})
+            with transaction.atomic():
+                project = serializer.save()
+                audit(request, "project.update", project, {"name": project.name, "timezone": project.timezone})
             messages.success(request, f"Project “{project.name}” saved.")
             return redirect("web:settings")
         errors = _errors(serializer)
@@ -123,8 +125,9 @@ def project_delete(request, pk):
         messages.error(request, f"“{project.name}” still has {jobs} job{'s' if jobs != 1 else ''}: "
                                 "tick “also delete its jobs” to delete them too.")
         return redirect("web:project_edit", pk=project.pk)
-    audit(request, "project.delete", project, {"name": project.name, "jobs": jobs})
-    project.delete()
+    with transaction.atomic():
+        audit(request, "project.delete", project, {"name": project.name, "jobs": jobs})
+        project.delete()
     messages.success(request, f"Project “{project.name}” deleted.")
     return redirect("web:settings")
 
