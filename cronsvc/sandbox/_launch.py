@@ -1,6 +1,6 @@
 """Started by the runner as `python -I -S _launch.py SPEC bwrap ...`: a fresh one-thread
-process that waits at its gate (while the runner places it in its cgroups), sets the rlimits,
-drops to the run's host user when started as root, and execs bwrap. Standard library only,
+process that enters the run's cgroups, sets the rlimits, drops to the run's host user when
+started as root, and execs bwrap. Standard library only,
 and nothing of cronsvc: it runs with -I -S, before any of the worker's code could.
 
 Doing this here rather than in a preexec_fn keeps the worker's threads out of the forked
@@ -14,11 +14,9 @@ import sys
 
 def main(argv):
     spec = json.loads(argv[1])
-    gate = spec.get("gate_fd")
-    if gate is not None:
-        if os.read(gate, 1) != b"1":  # the runner went away or refused: do not start
-            os._exit(125)
-        os.close(gate)
+    for procs in spec.get("cgroup_procs", ()):  # before bwrap exists, so all it starts is in
+        with open(procs, "w") as cgroup:
+            cgroup.write(str(os.getpid()))
     for name, (soft, hard) in spec["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (soft, hard))
     if spec.get("uid") is not None:

@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from . import command, seccomp
+from . import cgroup, command, seccomp
 from .errors import SandboxFailed, SandboxUnavailable, ScriptRejected
 from .limits import MAX_SCRIPT_BYTES, Language, Limits, Reason, Result, Script
 
@@ -34,6 +34,7 @@ HOST_UIDS = range(1_900_000_000, 2_000_000_000)
 class Availability:
     ok: bool
     reason: str = ""
+    cgroups: str = "none"  # "v1" or "v2" when runs get a cgroup of their own
 
 
 @dataclass
@@ -43,7 +44,9 @@ class Sandbox:
     bwrap: str = field(default_factory=lambda: shutil.which("bwrap") or "/usr/bin/bwrap")
     launcher_python: str = sys.executable
     host_uids: range = HOST_UIDS
+    use_cgroups: bool = True  # when the host lets the worker make them (cgroup.detect)
     _availability: Availability | None = field(default=None, init=False, repr=False)
+    _hierarchy: cgroup.Hierarchy | None = field(default=None, init=False, repr=False)
 
     def available(self, refresh: bool = False) -> Availability:
         if self._availability is None or refresh:
@@ -65,6 +68,7 @@ class Sandbox:
             seccomp.filter_program()
         except seccomp.SeccompUnavailable as exc:
             return Availability(False, str(exc))
+        self._hierarchy = cgroup.detect() if self.use_cgroups else None
         try:
             probe = self._execute(Script(Language.SHELL, b"exit 0\n"), _PROBE_LIMITS)
         except (SandboxFailed, OSError) as exc:
@@ -72,12 +76,26 @@ class Sandbox:
         if probe.exit_code != 0:
             return Availability(False, f"the sandbox probe exited {probe.exit_code}: "
                                        f"{probe.stderr[:300].decode(errors='replace')}")
-        return Availability(True)
+        return Availability(True, cgroups=f"v{self._hierarchy.version}" if self._hierarchy
+                            else "none")
 
     def _execute(self, script: Script, limits: Limits) -> Result:
+        try:
+            group = cgroup.RunCgroup(self._hierarchy, limits) if self._hierarchy else None
+        except OSError as exc:
+            raise SandboxFailed(f"could not make the run's cgroup: {exc}") from exc
+        try:
+            proc, status_read = self._spawn(script, limits, group)
+            return _Run(proc, status_read, limits, group).collect()
+        finally:
+            if group is not None:
+                _remove(group)
+
+    def _spawn(self, script: Script, limits: Limits, group: cgroup.RunCgroup | None):
         fds = _data_files(script)
         status_read, status_write = os.pipe()
-        argv = [self.launcher_python, "-I", "-S", LAUNCHER, json.dumps(self._launch_spec(limits)),
+        spec = self._launch_spec(limits, group)
+        argv = [self.launcher_python, "-I", "-S", LAUNCHER, json.dumps(spec),
                 *command.bwrap_args(self.bwrap, script, limits, fds, status_write)]
         try:
             proc = subprocess.Popen(
@@ -91,15 +109,23 @@ class Sandbox:
         finally:
             for fd in (fds.script, fds.seccomp, *fds.etc.values(), status_write):
                 os.close(fd)
-        return _Run(proc, status_read, limits).collect()
+        return proc, status_read
 
-    def _launch_spec(self, limits: Limits) -> dict:
-        spec = {"rlimits": rlimits(limits), "gate_fd": None, "uid": None, "gid": None}
+    def _launch_spec(self, limits: Limits, group: cgroup.RunCgroup | None) -> dict:
+        spec = {"rlimits": rlimits(limits, counted_by_cgroup=group is not None),
+                "cgroup_procs": group.procs_files if group else [], "uid": None, "gid": None}
         if os.geteuid() == 0:
             # As root bwrap would keep root's capabilities inside: run it as nobody-like.
             uid = self.host_uids.start + secrets.randbelow(len(self.host_uids))
             spec.update(uid=uid, gid=uid)
         return spec
+
+
+def _remove(group: cgroup.RunCgroup) -> None:
+    try:
+        group.remove()
+    except OSError:
+        pass  # still busy after its grace: an empty leftover directory, harmless
 
 
 def validate(script: Script) -> None:
@@ -115,13 +141,16 @@ def validate(script: Script) -> None:
         raise ScriptRejected("script_env", str(exc)) from exc
 
 
-def rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
+def rlimits(limits: Limits, counted_by_cgroup: bool = False) -> dict[str, tuple[int, int]]:
     """Per-process limits, inherited by everything the script starts. The process count is
-    per user: bwrap's own two processes (outside and init) count too."""
+    per user: bwrap's own two processes (outside and init) count too. A run cgroup's pids.max
+    counts the same processes; the rlimit then stays one above it, a backstop, so that the
+    cgroup is the limit hit and says so."""
+    processes = limits.max_processes + 2 + (1 if counted_by_cgroup else 0)
     return {
         "RLIMIT_CPU": (limits.cpu_seconds, limits.cpu_seconds + 1),  # SIGXCPU, then SIGKILL
         "RLIMIT_AS": (limits.memory_bytes, limits.memory_bytes),
-        "RLIMIT_NPROC": (limits.max_processes + 2, limits.max_processes + 2),
+        "RLIMIT_NPROC": (processes, processes),
         "RLIMIT_NOFILE": (limits.open_files, limits.open_files),
         "RLIMIT_CORE": (0, 0),
     }
@@ -157,8 +186,9 @@ class _Capped:
 
 
 class _Run:
-    def __init__(self, proc: subprocess.Popen, status_fd: int, limits: Limits):
-        self.proc, self.limits = proc, limits
+    def __init__(self, proc: subprocess.Popen, status_fd: int, limits: Limits,
+                 group: cgroup.RunCgroup | None):
+        self.proc, self.limits, self.group = proc, limits, group
         self.started = time.monotonic()
         self.stdout, self.stderr = _Capped(limits.output_bytes), _Capped(limits.output_bytes)
         self.status = _Capped(65536)
@@ -238,6 +268,8 @@ class _Run:
         except ProcessLookupError:
             pass
         self._reap()
+        if self.group is not None:
+            self.group.kill()
 
     def _result(self, duration: float) -> Result:
         exit_code = _exit_code(bytes(self.status.data))
@@ -251,7 +283,9 @@ class _Run:
                       stderr=bytes(self.stderr.data), stdout_truncated=self.stdout.dropped > 0,
                       stderr_truncated=self.stderr.dropped > 0, duration=duration,
                       cpu_seconds=self.cpu)
-        return Result(**result, reason=classify(self.limits, self.timed_out, **result))
+        hits = dict(memory_hit=self.group.memory_hit(), pids_hit=self.group.pids_hit()) \
+            if self.group else {}
+        return Result(**result, reason=classify(self.limits, self.timed_out, **hits, **result))
 
 
 def _exit_code(status: bytes) -> int | None:
@@ -275,17 +309,19 @@ _PIDS_MARKS = (b"Resource temporarily unavailable", b"Cannot fork", b"fork: retr
 
 
 def classify(limits: Limits, timed_out: bool, *, exit_code, signal, stderr, cpu_seconds,
-             stdout_truncated, stderr_truncated, **_) -> Reason | None:
-    """The limit that ended or cut the run, the most decisive first."""
+             stdout_truncated, stderr_truncated, memory_hit=False, pids_hit=False,
+             **_) -> Reason | None:
+    """The limit that ended or cut the run, the most decisive first. `memory_hit` and
+    `pids_hit` are the run cgroup's own counts, when it had one."""
     if timed_out:
         return Reason.TIMEOUT
     if signal == _SIGXCPU or (signal == _SIGKILL and cpu_seconds >= limits.cpu_seconds):
         return Reason.CPU
     if exit_code != 0:
         tail = stderr[-4096:]
-        if any(mark in tail for mark in _MEMORY_MARKS):
+        if memory_hit or any(mark in tail for mark in _MEMORY_MARKS):
             return Reason.MEMORY
-        if any(mark in tail for mark in _PIDS_MARKS):
+        if pids_hit or any(mark in tail for mark in _PIDS_MARKS):
             return Reason.PIDS
     if stdout_truncated or stderr_truncated:
         return Reason.OUTPUT

@@ -3,10 +3,13 @@ CPU time, memory, processes (fork bombs), disk (/tmp) and output."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 
-from cronsvc.sandbox import Limits, Reason
+import pytest
+
+from cronsvc.sandbox import Limits, Reason, cgroup
 from cronsvc.sandbox.runner import classify
 from tests.support.sandbox import (  # noqa: F401  (box is a fixture)
     PY, SH, box, host_uid, processes_after, run,
@@ -147,3 +150,67 @@ def test_the_most_decisive_reason_wins():
     # A script that prints the words and succeeds hit no limit.
     assert classify(limits, False, **{**base, "exit_code": 0, "stdout_truncated": False}) \
         is None
+
+
+# With a cgroup per run (on hosts that allow one: cgroup.detect), the tree is held together.
+
+def _cgroups(box):
+    if box.available().cgroups == "none":
+        pytest.skip("this host gives the worker no cgroups to make (rlimits only)")
+
+
+@pytest.fixture
+def made_cgroups(monkeypatch):
+    made = []
+    original = cgroup.RunCgroup.__init__
+
+    def record(self, *args):
+        original(self, *args)
+        made.append(self)
+
+    monkeypatch.setattr(cgroup.RunCgroup, "__init__", record)
+    return made
+
+
+def test_the_processes_of_a_run_share_one_memory_limit(box, made_cgroups):
+    _cgroups(box)
+    # Each child stays under the per-process limit; together they are far over it.
+    result = run(box, PY, """
+        import os, sys, time
+        children = []
+        for _ in range(6):
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(b"\\1") * (64 * 1024 * 1024)
+                time.sleep(3)
+                os._exit(0)
+            children.append(pid)
+        statuses = [os.waitpid(pid, 0)[1] for pid in children]
+        sys.exit(1 if any(os.WIFSIGNALED(s) for s in statuses) else 0)
+    """, memory_bytes=128 * 1024 * 1024, max_processes=16)
+    assert (result.exit_code, result.reason) == (1, Reason.MEMORY)  # no message to go by
+    assert made_cgroups
+
+
+def test_the_cgroup_says_the_process_limit_was_hit(box, made_cgroups):
+    _cgroups(box)
+    result = run(box, PY, """
+        import os, sys, time
+        try:
+            for _ in range(8):
+                if os.fork() == 0:
+                    time.sleep(5)
+                    os._exit(0)
+        except OSError:
+            sys.exit(9)  # quietly: no message to go by
+    """, max_processes=4)
+    assert (result.exit_code, result.stderr, result.reason) == (9, b"", Reason.PIDS)
+    assert made_cgroups
+
+
+def test_a_runs_cgroup_is_removed_after_it(box, made_cgroups):
+    _cgroups(box)
+    run(box, SH, "sleep 600", wall_seconds=1)
+    run(box, SH, "true")
+    assert len(made_cgroups) == 2
+    assert not any(os.path.exists(path) for group in made_cgroups for path in group.dirs)
