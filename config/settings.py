@@ -13,6 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from .brokers import AMQP_TRANSPORT_OPTIONS, broker_kind
 from .env import env_bool, env_float, env_int, env_int_map, env_list, env_str
 from .secret_key import check_secret_key
 from .staticfiles import manifest_missing
@@ -292,9 +293,17 @@ def _filesystem_broker_options():
     }
 
 
+# Redis or RabbitMQ (amqp://...) in server mode; REDIS_URL stays the limits' store either way.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
-if CELERY_BROKER_URL.startswith("filesystem://"):
+BROKER_KIND = broker_kind(CELERY_BROKER_URL)  # "filesystem", "redis" or "amqp" (config/brokers.py)
+if BROKER_KIND == "filesystem":
     CELERY_BROKER_TRANSPORT_OPTIONS = _filesystem_broker_options()
+elif BROKER_KIND == "amqp":
+    # Publisher confirms; Celery's queues are durable and its messages persistent, so
+    # what RabbitMQ confirmed survives its restart. An unacknowledged message comes back
+    # when its worker's connection closes: RabbitMQ has no visibility timeout.
+    CELERY_BROKER_TRANSPORT_OPTIONS = dict(AMQP_TRANSPORT_OPTIONS)
+    CELERY_TASK_DEFAULT_DELIVERY_MODE = "persistent"  # Celery's default, relied on: said here
 else:
     # Longer than the longest run (max timeout + retries are scheduled via the DB), so
     # an unacknowledged message is redelivered only when its worker really died.

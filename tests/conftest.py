@@ -114,3 +114,15 @@ def target():
 def allow_loopback(settings):
     """The address guard refuses loopback by default; the tests' endpoints live there."""
     settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+
+
+@pytest.fixture
+def live_broker(request):
+    """A real broker for end-to-end tests: Redis (the test settings' own) unless the test
+    asks for RabbitMQ with ``@pytest.mark.parametrize("live_broker", [...], indirect=True)``.
+    Its ``env`` goes to the platform's processes, the test process publishes to it too, and
+    its ``private_queue(tenant)`` queues are dropped afterwards (tests/support/broker.py)."""
+    from tests.support.broker import broker_under_test
+
+    with broker_under_test(getattr(request, "param", "redis")) as broker:
+        yield broker

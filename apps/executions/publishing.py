@@ -9,11 +9,17 @@ concurrently. The database stays the source of truth: a chunk that is never publ
 The messages of one call go to Redis together, in one pipeline (kombu's
 ``Producer.batch``): one round trip and one Redis client per call instead of one per
 message, which more than halves the cost of a message (bench/bench_scheduler.py).
+RabbitMQ's transport has no batch: there each message is sent at once and the publish
+waits for the broker's confirm (config/brokers.py), one round trip per message of up to
+PUBLISH_CHUNK ids.
 """
 
 import logging
 from collections import defaultdict
 
+from django.conf import settings
+
+from config.brokers import CONFIRM_TIMEOUT
 from config.celery import app
 
 log = logging.getLogger(__name__)
@@ -30,19 +36,23 @@ def chunked(items, size):
 def publish(ids_by_queue):
     """Send each queue's ids in chunks. Returns how many ids were handed to the broker;
     failures are logged and left for the sweeper."""
-    published = pending = 0
+    confirmed_each = settings.BROKER_KIND == "amqp"  # a send returns once RabbitMQ confirmed it
+    total = sum(len(ids) for ids in ids_by_queue.values())
+    published = 0
     try:
         with app.producer_pool.acquire(block=True) as producer:
             with producer.batch():
                 for queue, ids in ids_by_queue.items():
                     for chunk in chunked([str(i) for i in ids], PUBLISH_CHUNK):
-                        app.send_task(RUN_TASK, args=[chunk], queue=queue, producer=producer)
-                        pending += len(chunk)
+                        app.send_task(RUN_TASK, args=[chunk], queue=queue, producer=producer,
+                                      confirm_timeout=CONFIRM_TIMEOUT)
+                        if confirmed_each:
+                            published += len(chunk)
             # Leaving the batch without an error flushed it.
-            published, pending = pending, 0
+            published = total
     except Exception:  # noqa: BLE001 - any broker failure is repaired by the sweeper
-        log.exception("publish failed: %d ids may not have reached the broker; the sweeper will re-publish them",
-                      pending)
+        log.exception("publish failed: %d of %d ids may not have reached the broker; the sweeper will re-publish "
+                      "them", total - published, total)
     return published
 
 

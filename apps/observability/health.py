@@ -10,7 +10,8 @@ from django.db import connection
 from django.apps import apps
 from django.db.migrations.recorder import MigrationRecorder
 
-from apps.executions.broker_queues import broker_client
+from apps.executions.broker_queues import amqp_inspector, broker_client
+from config.brokers import broker_kind
 
 log = logging.getLogger("cronsvc.health")
 
@@ -26,15 +27,16 @@ def check_database():
 
 def check_broker():
     url = settings.CELERY_BROKER_URL
-    if url.startswith("filesystem://"):
+    kind = broker_kind(url)
+    if kind == "filesystem":
         options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
         for key in ("data_folder_in", "data_folder_out"):
             if not os.path.isdir(options[key]):
                 raise RuntimeError(f"broker folder {options[key]} is missing")
-        return
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise RuntimeError("only Redis and filesystem brokers can be checked")
-    broker_client(url, BROKER_TIMEOUT).ping()
+    elif kind == "amqp":
+        amqp_inspector(url, BROKER_TIMEOUT).ping()
+    else:
+        broker_client(url, BROKER_TIMEOUT).ping()
 
 
 def check_migrations():

@@ -1,4 +1,5 @@
-"""Real processes: scheduler + Celery worker + a local endpoint, on PostgreSQL and Redis."""
+"""Real processes: scheduler + Celery worker + a local endpoint, on PostgreSQL and Redis (and
+RabbitMQ for the tests marked ``ON_BOTH``)."""
 
 import os
 import signal
@@ -11,21 +12,23 @@ from django.utils import timezone
 from apps.executions import publishing
 from apps.executions.models import Execution
 from apps.executions.triggers import trigger_now
-from tests.support.broker import use_private_queue
 from tests.support.processes import start_scheduler, start_worker, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 FAST = dict(OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8", SWEEPER_INTERVAL=0.5, SWEEPER_REPUBLISH_AFTER=30,
             DELIVERY_LEASE_MARGIN=2)
+#: Run on RabbitMQ as well as on Redis.
+ON_BOTH = pytest.mark.parametrize("live_broker", ["redis", "rabbitmq"], indirect=True)
 
 
-def test_a_due_job_is_fired_end_to_end(tmp_path, make_tenant, make_job, target):
+@ON_BOTH
+def test_a_due_job_is_fired_end_to_end(tmp_path, make_tenant, make_job, target, live_broker):
     tenant = make_tenant(plan="enterprise")
-    queue = use_private_queue(tenant)
+    queue = live_broker.private_queue(tenant)
     job = make_job(tenant, url=target.url("/e2e"), next_run_at=timezone.now())
-    scheduler = start_scheduler(tmp_path, **FAST)
-    worker = start_worker(tmp_path, [queue], **FAST)
+    scheduler = start_scheduler(tmp_path, **FAST, **live_broker.env)
+    worker = start_worker(tmp_path, [queue], **FAST, **live_broker.env)
     try:
         wait_for(lambda: Execution.objects.filter(job=job, status="succeeded").exists(), timeout=40,
                  message="the run to succeed")
@@ -42,19 +45,20 @@ def test_a_due_job_is_fired_end_to_end(tmp_path, make_tenant, make_job, target):
     assert execution.started_at - execution.scheduled_for < timedelta(seconds=30)
 
 
-def test_worker_killed_mid_request_completes_the_run_once(tmp_path, make_tenant, make_job, target):
+@ON_BOTH
+def test_worker_killed_mid_request_completes_the_run_once(tmp_path, make_tenant, make_job, target, live_broker):
     tenant = make_tenant(plan="enterprise")
-    queue = use_private_queue(tenant)
+    queue = live_broker.private_queue(tenant)
     job = make_job(tenant, url=target.url("/slow?seconds=3"), timeout_seconds=5)
-    scheduler = start_scheduler(tmp_path, **FAST)
-    doomed = start_worker(tmp_path, [queue], name="doomed", **FAST)
+    scheduler = start_scheduler(tmp_path, **FAST, **live_broker.env)
+    doomed = start_worker(tmp_path, [queue], name="doomed", **FAST, **live_broker.env)
     try:
         execution = trigger_now(job)
         wait_for(lambda: target.requests_to("/slow"), timeout=30, message="the request to arrive")
         doomed.kill(signal.SIGKILL)
         doomed.stop()
         assert Execution.objects.get(id=execution.id).status == "running"
-        survivor = start_worker(tmp_path, [queue], name="survivor", **FAST)
+        survivor = start_worker(tmp_path, [queue], name="survivor", **FAST, **live_broker.env)
         try:
             wait_for(lambda: Execution.objects.get(id=execution.id).status == "succeeded", timeout=60,
                      message="the run to be recovered and succeed")
@@ -69,16 +73,17 @@ def test_worker_killed_mid_request_completes_the_run_once(tmp_path, make_tenant,
     assert len(target.requests_to("/slow")) == 2  # at least once as a request: once cut off, once whole
 
 
-def test_duplicate_messages_run_once_on_a_real_worker(tmp_path, make_tenant, make_job, target):
+@ON_BOTH
+def test_duplicate_messages_run_once_on_a_real_worker(tmp_path, make_tenant, make_job, target, live_broker):
     tenant = make_tenant(plan="enterprise")
-    queue = use_private_queue(tenant)
+    queue = live_broker.private_queue(tenant)
     job = make_job(tenant, url=target.url("/dup"))
     executions = [Execution.objects.create(job=job, organization=tenant.organization, queue=queue,
                                            scheduled_for=timezone.now() + timedelta(seconds=i)) for i in range(10)]
     ids = [e.id for e in executions]
     for _ in range(3):
         publishing.publish({queue: ids})
-    worker = start_worker(tmp_path, [queue], **FAST)
+    worker = start_worker(tmp_path, [queue], **FAST, **live_broker.env)
     try:
         wait_for(lambda: Execution.objects.filter(id__in=ids, status="succeeded").count() == 10, timeout=40,
                  message="all runs")
@@ -87,22 +92,24 @@ def test_duplicate_messages_run_once_on_a_real_worker(tmp_path, make_tenant, mak
     assert len(target.requests_to("/dup")) == 10
 
 
-def test_worker_stops_cleanly_on_sigterm(tmp_path, make_tenant):
+@ON_BOTH
+def test_worker_stops_cleanly_on_sigterm(tmp_path, make_tenant, live_broker):
     tenant = make_tenant()
-    worker = start_worker(tmp_path, [use_private_queue(tenant)], **FAST)
+    worker = start_worker(tmp_path, [live_broker.private_queue(tenant)], **FAST, **live_broker.env)
     wait_for(lambda: "ready" in worker.output(), timeout=30, message="the worker to start")
     os.killpg(worker.popen.pid, signal.SIGTERM)
     assert worker.popen.wait(30) == 0
     worker.stop()
 
 
-def test_a_failed_attempt_is_retried_through_the_database(tmp_path, make_tenant, make_job, target):
+@ON_BOTH
+def test_a_failed_attempt_is_retried_through_the_database(tmp_path, make_tenant, make_job, target, live_broker):
     tenant = make_tenant(plan="enterprise")
-    queue = use_private_queue(tenant)
+    queue = live_broker.private_queue(tenant)
     job = make_job(tenant, url=target.url("/flaky?fail=1&key=retry"), max_attempts=3,
                    retry_initial_delay_seconds=1, retry_max_delay_seconds=1)
-    scheduler = start_scheduler(tmp_path, **FAST)
-    worker = start_worker(tmp_path, [queue], **FAST)
+    scheduler = start_scheduler(tmp_path, **FAST, **live_broker.env)
+    worker = start_worker(tmp_path, [queue], **FAST, **live_broker.env)
     try:
         execution = trigger_now(job)
         wait_for(lambda: Execution.objects.get(id=execution.id).status == "succeeded", timeout=40,
@@ -117,16 +124,19 @@ def test_a_failed_attempt_is_retried_through_the_database(tmp_path, make_tenant,
     assert [r.headers["webhook-id"] for r in target.requests_to("/flaky")] == [str(execution.id)] * 2
 
 
-@pytest.mark.parametrize("handoff", [30.0, 0.5], ids=["task-waiting", "late-recorder"])
-def test_sigterm_mid_request_finishes_and_records_the_run(tmp_path, make_tenant, make_job, target, handoff):
+@pytest.mark.parametrize(("handoff", "live_broker"), [(30.0, "redis"), (0.5, "redis"), (30.0, "rabbitmq")],
+                         ids=["task-waiting", "late-recorder", "task-waiting-rabbitmq"], indirect=["live_broker"])
+def test_sigterm_mid_request_finishes_and_records_the_run(tmp_path, make_tenant, make_job, target, handoff,
+                                                          live_broker):
     """Warm shutdown with the Procfile's pool (prefork: SIGTERM reaches every process of the
     group, the pool's children too): a request in flight is finished and recorded once, both
     while its task still waits for it and after the task handed it to the child's late
     recorder (DELIVERY_HANDOFF_SECONDS), and the worker exits 0."""
     tenant = make_tenant(plan="enterprise")
-    queue = use_private_queue(tenant)
+    queue = live_broker.private_queue(tenant)
     job = make_job(tenant, url=target.url("/slow?seconds=3"), timeout_seconds=10)
-    worker = start_worker(tmp_path, [queue], name="terminated", DELIVERY_HANDOFF_SECONDS=handoff, **FAST)
+    worker = start_worker(tmp_path, [queue], name="terminated", DELIVERY_HANDOFF_SECONDS=handoff, **FAST,
+                          **live_broker.env)
     try:
         wait_for(lambda: "ready" in worker.output(), timeout=30, message="the worker to start")
         execution = trigger_now(job)

@@ -1,4 +1,5 @@
-"""Real scheduler processes on PostgreSQL and Redis: nothing missing, nothing doubled."""
+"""Real scheduler processes on PostgreSQL and Redis or RabbitMQ: nothing missing, nothing
+doubled."""
 
 import socket
 import subprocess
@@ -48,13 +49,16 @@ def assert_published_exactly_once(broker, queue):
     assert not doubled, f"{len(doubled)} executions published more than once"
 
 
-@pytest.mark.parametrize("schedulers", [2, 4])
-def test_many_schedulers_record_each_occurrence_exactly_once(tmp_path, make_tenant, make_job, broker, schedulers):
+@pytest.mark.parametrize(("schedulers", "live_broker"), [(2, "redis"), (4, "redis"), (4, "rabbitmq")],
+                         indirect=["live_broker"])
+def test_many_schedulers_record_each_occurrence_exactly_once(tmp_path, make_tenant, make_job, live_broker,
+                                                             schedulers):
     tenant = make_tenant(plan="enterprise")
-    queue = use_private_queue(tenant)
+    queue = live_broker.private_queue(tenant)
     first_run = timezone.now() + timedelta(seconds=2)
     jobs = create_interval_jobs(make_job, tenant, 300, 2, first_run)
-    procs = [start_scheduler(tmp_path, f"s{i}", SWEEPER_REPUBLISH_AFTER=3600) for i in range(schedulers)]
+    procs = [start_scheduler(tmp_path, f"s{i}", SWEEPER_REPUBLISH_AFTER=3600, **live_broker.env)
+             for i in range(schedulers)]
     try:
         time.sleep(10)
     finally:
@@ -62,16 +66,16 @@ def test_many_schedulers_record_each_occurrence_exactly_once(tmp_path, make_tena
     until = first_run + timedelta(seconds=6)
     assert codes == [0] * schedulers, [p.output()[-2000:] for p in procs]
     assert_one_row_per_occurrence(jobs, first_run, 2, until)
-    assert_published_exactly_once(broker, queue)
-    broker.drop(queue)
+    assert_published_exactly_once(live_broker, queue)
 
 
-def test_scheduler_killed_mid_batch_loses_and_doubles_nothing(tmp_path, make_tenant, make_job, broker):
+@pytest.mark.parametrize("live_broker", ["redis", "rabbitmq"], indirect=True)
+def test_scheduler_killed_mid_batch_loses_and_doubles_nothing(tmp_path, make_tenant, make_job, live_broker):
     tenant = make_tenant(plan="enterprise")
-    queue = use_private_queue(tenant)
+    queue = live_broker.private_queue(tenant)
     due = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
     jobs = create_interval_jobs(make_job, tenant, 6000, 3600, due)
-    env = dict(SCHEDULER_BATCH_SIZE=200, SWEEPER_REPUBLISH_AFTER=2, SWEEPER_INTERVAL=0.5)
+    env = dict(SCHEDULER_BATCH_SIZE=200, SWEEPER_REPUBLISH_AFTER=2, SWEEPER_INTERVAL=0.5, **live_broker.env)
     first = start_scheduler(tmp_path, "first", **env)
     wait_for(lambda: Execution.objects.count() >= 400, timeout=30, message="a few batches")
     first.kill()
@@ -82,14 +86,13 @@ def test_scheduler_killed_mid_batch_loses_and_doubles_nothing(tmp_path, make_ten
     try:
         wait_for(lambda: not Job.objects.filter(next_run_at__lte=timezone.now()).exists(), timeout=60,
                  message="every due job claimed")
-        wait_for(lambda: len(set(broker.published_ids(queue))) == len(jobs), timeout=30,
+        wait_for(lambda: len(set(live_broker.published_ids(queue))) == len(jobs), timeout=30,
                  message="every execution published")
     finally:
         assert second.stop() == 0, second.output()[-2000:]
     assert Execution.objects.count() == len(jobs)
     assert_one_row_per_occurrence(jobs, due, 3600, due)
-    assert set(broker.published_ids(queue)) == {str(i) for i in Execution.objects.values_list("id", flat=True)}
-    broker.drop(queue)
+    assert set(live_broker.published_ids(queue)) == {str(i) for i in Execution.objects.values_list("id", flat=True)}
 
 
 def test_broker_outage_is_repaired_by_the_sweeper(tmp_path, make_tenant, make_job):
