@@ -43,15 +43,16 @@ class Visit:
 
 
 class Browser:
-    """A requests session that behaves like a browser behind the operator's TLS proxy: each
-    request says it came over https (X-Forwarded-Proto), forms send their Origin, and the
-    secure cookies the site sets are sent back although the test talks plain http."""
+    """A requests session that behaves like a browser, by default behind the operator's TLS
+    proxy: each request says it came over https (X-Forwarded-Proto), forms send their Origin,
+    and the secure cookies the site sets are sent back although the test talks plain http."""
 
-    def __init__(self, base_url):
+    def __init__(self, base_url, behind_tls_proxy=True):
         self.base_url = base_url.rstrip("/")
-        self.https_origin = "https://" + urlsplit(self.base_url).netloc
+        scheme = "https" if behind_tls_proxy else "http"
+        self.origin = f"{scheme}://{urlsplit(self.base_url).netloc}"
         self.session = requests.Session()
-        self.session.headers["X-Forwarded-Proto"] = "https"
+        self.session.headers["X-Forwarded-Proto"] = scheme
 
     def get(self, path, **kwargs):
         response = self.session.get(urljoin(self.base_url + "/", path), allow_redirects=False, timeout=30, **kwargs)
@@ -63,8 +64,7 @@ class Browser:
         page = page if page is not None else self.get(path).text
         data = {"csrfmiddlewaretoken": parse(page).csrf, **data}
         response = self.session.post(urljoin(self.base_url + "/", path), data=data, allow_redirects=False,
-                                     timeout=30, headers={"Origin": self.https_origin,
-                                                          "Referer": self.https_origin + path})
+                                     timeout=30, headers={"Origin": self.origin, "Referer": self.origin + path})
         self._keep_cookies()
         return response
 
