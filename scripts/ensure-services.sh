@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start PostgreSQL and Redis on 127.0.0.1 when they are not already answering.
+# Start PostgreSQL, Redis and RabbitMQ on 127.0.0.1 when they are not already answering.
 set -euo pipefail
 
 if ! pg_isready -h 127.0.0.1 -p 5432 -q; then
@@ -17,3 +17,14 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 1; done
 fi
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "Redis did not start" >&2; exit 1; }
+
+# RabbitMQ (the second supported broker; its end-to-end tests use the machine's server).
+rabbitmq_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; }
+if ! rabbitmq_up; then
+  echo "Starting RabbitMQ..."
+  command -v rabbitmq-server >/dev/null || { echo "rabbitmq-server is not installed (apt-get install rabbitmq-server)" >&2; exit 1; }
+  rabbitmq-server -detached
+  # The AMQP listener opens last in the boot: once it answers, the broker is ready.
+  for _ in $(seq 1 60); do rabbitmq_up && break; sleep 1; done
+fi
+rabbitmq_up || { echo "RabbitMQ did not start" >&2; exit 1; }
