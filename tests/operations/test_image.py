@@ -18,7 +18,8 @@ import pytest
 import requests
 import yaml
 
-from tests.support.deploy import ROOT, edit_env_file
+from tests.support.deploy import ROOT
+from tests.support.edit_env import edit_env_file
 from tests.support.processes import Process, free_port, wait_for
 
 pytestmark = pytest.mark.slow

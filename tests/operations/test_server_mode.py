@@ -5,82 +5,21 @@ honcho), then every page of the site loaded as a customer and as an operator: no
 answer 5xx, and a job fires through the real scheduler and workers."""
 
 import json
-import os
 import re
 import secrets
 import sys
-import threading
-import time
-from pathlib import Path
 
-import pexpect
 import pytest
 import requests
 
 from tests.support.crawl import Browser
-from tests.support.deploy import ROOT, fresh_checkout, readme_deploy_steps
+from tests.support.deploy import ROOT, fresh_checkout, readme_deploy_steps, trigger_and_wait
 from tests.support.processes import free_port, wait_for
+from tests.support.terminal import Terminal, clean_environment
 
 pytestmark = pytest.mark.slow
 
 OPERATOR_EMAIL = "operator@example.com"
-# The machine's own environment, less what the deploy steps' .env must provide.
-LEFT_OUT = ("DATABASE_", "REDIS_", "CELERY_", "SECRET_KEY", "DJANGO_", "PYTEST", "VIRTUAL_ENV")
-
-
-class Deploy:
-    """The README's deploy steps in a terminal (pexpect), its output drained to a log."""
-
-    def __init__(self, clone, script, env, log_path):
-        self.clone = clone
-        self.log_path = log_path
-        self.child = pexpect.spawn("bash", ["-e", str(script)], cwd=str(clone), env=env, encoding="utf-8",
-                                   codec_errors="replace", timeout=900, dimensions=(50, 250))
-        self.child.logfile_read = open(log_path, "w")
-        self.drain = None
-
-    def answer_password_prompts(self, password):
-        self.child.expect(r"Password: ")
-        self.child.sendline(password)
-        self.child.expect(r"Password \(again\): ")
-        self.child.sendline(password)
-        self.child.expect("Superuser created successfully")
-        # From here the processes write on: keep reading so the terminal never fills up.
-        self.drain = threading.Thread(target=self.child.expect, args=(pexpect.EOF,), kwargs={"timeout": None},
-                                      daemon=True)
-        self.drain.start()
-
-    def output(self):
-        return Path(self.log_path).read_text(errors="replace")
-
-    def interrupt(self, timeout=90):
-        """Ctrl-C in the terminal, as the operator stops honcho; True when all stopped in time."""
-        if self.child.isalive():
-            self.child.sendintr()
-        deadline = time.monotonic() + timeout
-        while self.child.isalive() and time.monotonic() < deadline:
-            time.sleep(0.5)
-        stopped = not self.child.isalive()
-        self.child.terminate(force=True)
-        _kill_processes_in(self.clone)
-        return stopped
-
-
-def _kill_processes_in(folder):
-    """Whatever still runs from the clone (a failed test must not leave workers behind)."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.readlink(f"/proc/{pid}/cwd").startswith(str(folder)):
-                os.kill(int(pid), 9)
-        except OSError:
-            pass
-
-
-def _answers(url):
-    try:
-        return requests.get(url, timeout=2, headers={"X-Forwarded-Proto": "https"}).status_code == 200
-    except requests.RequestException:
-        return False
 
 
 def test_readme_deploy_steps_on_a_fresh_clone_serve_every_page(tmp_path, fresh_database, target):
@@ -92,12 +31,12 @@ def test_readme_deploy_steps_on_a_fresh_clone_serve_every_page(tmp_path, fresh_d
     edits = {**fresh_database, "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
              "SITE_URL": f"https://127.0.0.1:{port}", "PORT": port, "OUTBOUND_ALLOWED_NETWORKS": "127.0.0.0/8",
              "WEB_CONCURRENCY": 1, "WORKER_CONCURRENCY": 2, "EMAIL_URL": "console://"}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(LEFT_OUT)}
-    env.update(EDITOR=f"{sys.executable} {ROOT / 'tests/support/edit_env.py'}",
-               CRONSVC_TEST_ENV_EDITS=json.dumps(edits), PATH=_path_without_venvs(env.get("PATH", "")))
-    deploy = Deploy(clone, script, env, tmp_path / "deploy.log")
+    env = clean_environment(EDITOR=f"{sys.executable} {ROOT / 'tests/support/edit_env.py'}",
+                            CRONSVC_TEST_ENV_EDITS=json.dumps(edits))
+    deploy = Terminal("bash", ["-e", str(script)], clone, env, tmp_path / "deploy.log")
     try:
-        deploy.answer_password_prompts(password)
+        _create_the_operator_at_the_prompt(deploy, password)
+        deploy.drain()
         wait_for(lambda: _answers(f"{base}/readyz"), timeout=180, message=f"the web process on {base}")
         customer, job_id = _customer_signs_up_and_a_job_fires(base, target)
         _every_customer_page_answers(customer, job_id)
@@ -115,13 +54,24 @@ def test_readme_deploy_steps_on_a_fresh_clone_serve_every_page(tmp_path, fresh_d
     assert "SIGKILL" not in output and "sending kill" not in output.lower(), output[-4000:]
 
 
+def _answers(url):
+    try:
+        return requests.get(url, timeout=2, headers={"X-Forwarded-Proto": "https"}).status_code == 200
+    except requests.RequestException:
+        return False
+
+
 def procfile_names():
     return {line.partition(":")[0] for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line}
 
 
-def _path_without_venvs(path):
-    # The deploy makes and activates its own virtualenv; the test's must not be found first.
-    return ":".join(p for p in path.split(":") if ".venv" not in p and "/venv" not in p)
+def _create_the_operator_at_the_prompt(deploy, password):
+    # The venv, pip and the release step run first: the prompt comes minutes later on a cold cache.
+    deploy.expect(r"Password: ")
+    deploy.send(password)
+    deploy.expect(r"Password \(again\): ")
+    deploy.send(password)
+    deploy.expect("Superuser created successfully")
 
 
 def _customer_signs_up_and_a_job_fires(base, target):
@@ -133,20 +83,7 @@ def _customer_signs_up_and_a_job_fires(base, target):
     api_key = re.search(r"csk_[A-Za-z0-9_\-]+", welcome.text).group(0)
     api = requests.Session()
     api.headers.update({"Authorization": f"Bearer {api_key}", "X-Forwarded-Proto": "https"})
-    project = api.get(f"{base}/api/v1/projects/").json()["results"][0]["id"]
-    created = api.post(f"{base}/api/v1/jobs/", json={
-        "project": project, "name": "Server mode", "schedule": {"type": "cron", "expression": "0 3 * * *"},
-        "request": {"url": target.url("/server-mode")}})
-    assert created.status_code == 201, created.text
-    job_id = created.json()["id"]
-    assert api.post(f"{base}/api/v1/jobs/{job_id}/trigger/").status_code == 202
-
-    def succeeded():
-        runs = api.get(f"{base}/api/v1/jobs/{job_id}/executions/").json()["results"]
-        return runs and runs[0]["status"] == "succeeded"
-
-    wait_for(succeeded, timeout=90, interval=0.5, message="the triggered run to succeed")
-    assert len(target.requests_to("/server-mode")) == 1
+    job_id = trigger_and_wait(base, api, target, "/server-mode")  # no project: the new organization has one
     return customer, job_id
 
 

@@ -6,6 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from tests.support.processes import wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"<!-- deploy:begin -->\s*```sh\n(.*?)```\s*<!-- deploy:end -->", re.S)
 
@@ -35,14 +37,20 @@ def readme_deploy_steps(readme=ROOT / "README.md"):
     return found.group(1)
 
 
-def edit_env_file(path, values):
-    """Set KEY=value lines of an env file, as a person does in an editor: an existing key's
-    line is changed in place (its comment kept), a missing key is added at the end."""
-    lines = Path(path).read_text().splitlines()
-    pending = dict(values)
-    for index, line in enumerate(lines):
-        key = line.split("=", 1)[0].strip()
-        if not line.lstrip().startswith("#") and "=" in line and key in pending:
-            lines[index] = f"{key}={pending.pop(key)}"
-    lines.extend(f"{key}={value}" for key, value in pending.items())
-    Path(path).write_text("\n".join(lines) + "\n")
+def trigger_and_wait(base, api, target, path, **job):
+    """Create a job calling ``target``'s ``path`` through the API session ``api``, trigger
+    it, and wait until the real scheduler and worker have delivered it once. Its id."""
+    created = api.post(f"{base}/api/v1/jobs/", json={
+        "name": f"fires {path}", "schedule": {"type": "cron", "expression": "0 3 * * *"},
+        "request": {"url": target.url(path)}, **job})
+    assert created.status_code == 201, created.text
+    job_id = created.json()["id"]
+    assert api.post(f"{base}/api/v1/jobs/{job_id}/trigger/").status_code == 202
+
+    def succeeded():
+        runs = api.get(f"{base}/api/v1/jobs/{job_id}/executions/").json()["results"]
+        return bool(runs) and runs[0]["status"] == "succeeded"
+
+    wait_for(succeeded, timeout=90, interval=0.5, message="the triggered run to succeed")
+    assert len(target.requests_to(path)) == 1
+    return job_id
