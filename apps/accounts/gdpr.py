@@ -93,8 +93,22 @@ def _exported_tables(organization):
     for model, lookup in organization_tables():
         if model in (DataExport, Membership):
             continue
-        rows = model._base_manager.filter(**{lookup: organization}).order_by("pk").values(*_exported_fields(model))
+        rows = _rows_of(model, lookup, organization).order_by("pk").values(*_exported_fields(model))
         yield model._meta.label, rows.iterator(chunk_size=EXPORT_CHUNK_SIZE)
+
+
+def _rows_of(model, lookup, organization):
+    """The rows the organization sees: a model's own tenant queryset says which when it has
+    one (the executions' hides those of deleted jobs still being purged), and a model hanging
+    off another follows the rows it hangs off."""
+    key, _, rest = lookup.partition("__")
+    if rest:
+        parent = model._meta.get_field(key).related_model
+        return model._base_manager.filter(**{f"{key}__in": _rows_of(parent, rest, organization).values("pk")})
+    scoped = model._default_manager.all()
+    if getattr(scoped, "tenant_path", None) == lookup:
+        return scoped.for_organization(organization)
+    return model._base_manager.filter(**{lookup: organization})
 
 
 def _write_array(write, rows):

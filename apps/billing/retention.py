@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import psycopg
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import transaction
 
 from apps.executions.models import Execution
+from apps.executions.purging import delete_executions
 
 from .models import JobDayStats
 from .rollups import roll_up
@@ -94,42 +94,4 @@ def _delete_batch(expired, batch_size):
     """Delete up to ``batch_size`` of the oldest expired runs and what hangs off them, in
     one transaction; returns how many runs."""
     with transaction.atomic():
-        ids = list(expired.order_by("scheduled_for").values_list("id", flat=True)[:batch_size])
-        if not ids:
-            return 0
-        if connection.vendor == "postgresql":
-            return _pg_delete(ids)
-        _release_dependents(ids)
-        batch = Execution.objects.filter(id__in=ids)
-        return batch._raw_delete(batch.db)
-
-
-def _dependents():
-    """Whatever other apps point at executions, read from the model's relations (so a new
-    app's table is covered without edits here): (model, column, on_delete)."""
-    return [(relation.related_model, relation.field, relation.on_delete)
-            for relation in Execution._meta.related_objects]
-
-
-def _pg_delete(ids):
-    """One array parameter per statement (binary, server-side binding) instead of 5,000
-    literals: CASCADE rows go, SET_NULL links are cut, then the runs."""
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        for model, field, on_delete in _dependents():
-            table, column = model._meta.db_table, field.column
-            if on_delete is models.CASCADE:
-                cursor.execute(f'DELETE FROM "{table}" WHERE "{column}" = ANY(%s)', [ids])
-            elif on_delete is models.SET_NULL:
-                cursor.execute(f'UPDATE "{table}" SET "{column}" = NULL WHERE "{column}" = ANY(%s)', [ids])
-        cursor.execute(f'DELETE FROM "{Execution._meta.db_table}" WHERE id = ANY(%s)', [ids])
-        return cursor.rowcount
-
-
-def _release_dependents(ids):
-    for model, field, on_delete in _dependents():
-        related = model._default_manager.filter(**{f"{field.name}__in": ids})
-        if on_delete is models.CASCADE:
-            related.delete()  # fast path (one DELETE) for plain tables such as attempts
-        elif on_delete is models.SET_NULL:
-            related.update(**{field.name: None})
+        return delete_executions(list(expired.order_by("scheduled_for").values_list("id", flat=True)[:batch_size]))

@@ -17,7 +17,7 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from django.db import connection, transaction
 
-from apps.executions.models import Attempt, Execution
+from apps.executions.models import Attempt, DeletedJob, Execution
 
 from .models import JobDayStats
 
@@ -60,8 +60,10 @@ def _pg_stats_rows(day, organization, now):
     percentiles with percentile_disc (the same values as ``percentile``)."""
     start, end = day_bounds(day)
     executions, attempts = Execution._meta.db_table, Attempt._meta.db_table
-    where = "e.organization_id = %s AND e.scheduled_for >= %s AND e.scheduled_for < %s"
-    params = [organization.pk, start, end]
+    # Not the runs of a deleted job still being purged: the job's row is gone (apps.executions.purging).
+    where = ("e.organization_id = %s AND e.scheduled_for >= %s AND e.scheduled_for < %s AND e.job_id NOT IN "
+             f'(SELECT g.job_id FROM "{DeletedJob._meta.db_table}" g WHERE g.organization_id = %s)')
+    params = [organization.pk, start, end, organization.pk]
     failed = ", ".join(f"'{status}'" for status in sorted(FAILED))
     with connection.cursor() as cursor:
         cursor.execute(
@@ -101,7 +103,7 @@ def roll_up_recent(now):
 
 def _runs_of(day, organization):
     start, end = day_bounds(day)
-    query = Execution.objects.filter(scheduled_for__gte=start, scheduled_for__lt=end)
+    query = Execution.objects.of_kept_jobs().filter(scheduled_for__gte=start, scheduled_for__lt=end)
     if organization is not None:
         query = query.filter(organization=organization)
     first_started = dict(

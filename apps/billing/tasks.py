@@ -24,13 +24,18 @@ def roll_up_recent():
 
 @shared_task(name=PURGE_TASK, ignore_result=True)
 def purge_expired():
-    """Delete executions past each organization's retention, in bounded batches."""
+    """Delete executions past each organization's retention, and what deleted jobs left (a
+    purge task lost with its broker), in bounded batches."""
+    from apps.executions.purging import purge_deleted_jobs
+
     from .retention import purge_expired as run
 
     report = run(now=timezone.now())
     log.info("retention purge: %d executions in %d batches (longest %.2fs), %d days rolled up first",
              report.executions, report.batches, report.longest_batch_seconds, report.rolled_up_days)
-    return report.executions
+    left = purge_deleted_jobs(now=timezone.now())
+    log.info("deleted jobs' purge: %d executions in %d batches", left.executions, left.batches)
+    return report.executions + left.executions
 
 
 @shared_task(name=STATEMENTS_TASK, ignore_result=True)

@@ -2,8 +2,33 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.accounts.tenancy import tenant_manager
+from apps.accounts.tenancy import TenantQuerySet
 from cronsvc.ids import uuid7
+
+
+class DeletedJob(models.Model):
+    """A deleted job whose executions are being purged after it (apps.executions.purging):
+    its history is hidden from its organization until they are gone."""
+
+    job_id = models.UUIDField(primary_key=True)
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    deleted_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return f"{self.job_id} (deleted {self.deleted_at:%Y-%m-%d %H:%M})"
+
+
+class ExecutionQuerySet(TenantQuerySet):
+    tenant_path = "organization"
+
+    def for_organization(self, organization):
+        """The organization's executions but those of its deleted jobs still being purged."""
+        gone = DeletedJob.objects.filter(organization=organization).values("job_id")
+        return super().for_organization(organization).exclude(job_id__in=gone)
+
+    def of_kept_jobs(self):
+        """Every organization's executions but those of deleted jobs still being purged."""
+        return self.exclude(job_id__in=DeletedJob.objects.values("job_id"))
 
 
 class Execution(models.Model):
@@ -31,7 +56,11 @@ class Execution(models.Model):
     # No single-column indexes on job and organization: exec_job_latest, the unique
     # occurrence and exec_org_latest lead with them, and each index costs every status
     # change of every run (about 15 % of PostgreSQL's CPU in the scheduler benchmark).
-    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="executions", db_index=False)
+    # No constraint in the database: deleting a job (apps.executions.purging) removes the job at
+    # once and its executions in batches after it. Every other way a job goes (its project,
+    # the admin) still deletes its executions with it (Django's cascade).
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="executions", db_index=False,
+                            db_constraint=False)
     # Denormalised so tenant-wide history needs no join through jobs.
     organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+",
                                      db_index=False)
@@ -67,7 +96,7 @@ class Execution(models.Model):
     error_kind = models.CharField(max_length=30, blank=True)
     error_message = models.TextField(blank=True)
 
-    objects = tenant_manager("organization")
+    objects = ExecutionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-scheduled_for"]

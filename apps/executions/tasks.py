@@ -1,4 +1,5 @@
 import gc
+import logging
 import os
 import signal
 import threading
@@ -12,6 +13,9 @@ from django.db import close_old_connections
 from .delivery import run_batch, wait_for_late_runs
 from .publishing import RUN_TASK
 
+PURGE_DELETED_JOB_TASK = "apps.executions.tasks.purge_deleted_job"
+log = logging.getLogger(__name__)
+
 # At shutdown, how long runs handed to the late recorder may take to finish and be
 # recorded (what is left is taken back by the sweeper when its lease ends).
 LATE_RUNS_SHUTDOWN_WAIT = 20.0
@@ -21,6 +25,16 @@ LATE_RUNS_SHUTDOWN_WAIT = 20.0
 def run_executions(execution_ids):
     """Run a chunk of executions published by the scheduler, the sweeper or a trigger."""
     run_batch(execution_ids)
+
+
+@shared_task(name=PURGE_DELETED_JOB_TASK, ignore_result=True)
+def purge_deleted_job(job_id):
+    """Delete a deleted job's executions in batches (apps.executions.purging)."""
+    from .purging import purge_deleted_job as purge
+
+    report = purge(job_id)
+    log.info("job %s deleted: %d executions purged in %d batches (longest %.2fs)",
+             job_id, report.executions, report.batches, report.longest_batch_seconds)
 
 
 @task_prerun.connect

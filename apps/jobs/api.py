@@ -29,6 +29,7 @@ from apps.badges.api import BADGE_EXAMPLE, BadgeSerializer, badge_for
 from apps.badges.models import Badge
 from apps.executions.api import ExecutionFilter
 from apps.executions.models import Execution
+from apps.executions.purging import delete_job
 from apps.executions.serializers import ExecutionSerializer
 from apps.executions.stats_api import DESCRIPTION as STATS_DESCRIPTION, EXAMPLE as STATS_EXAMPLE, WINDOW
 from apps.executions.stats_api import StatsSerializer, stats_response, window_of
@@ -249,7 +250,7 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
             raise HasDependents(dependents)
         with transaction.atomic():
             self.audit("job.delete", job, {"name": job.name})
-            job.delete()
+            delete_job(job)  # its history goes after, in batches
 
     @action(detail=True, methods=["post"])
     def pause(self, request, pk=None):

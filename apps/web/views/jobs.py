@@ -26,6 +26,7 @@ from apps.accounts.api.errors import PlanLimitExceeded
 from apps.executions.delivery import request_spec, success_criteria
 from apps.executions.models import Execution
 from apps.executions.outbound import http_session, outbound_policy
+from apps.executions.purging import delete_job
 from apps.executions.triggers import trigger_now
 from apps.jobs import forms as job_forms
 from apps.jobs.api import JobFilter, runs_payload, validate_preview
@@ -488,7 +489,7 @@ def job_delete(request, pk):
         name = job.name
         with transaction.atomic():
             audit(request, "job.delete", job, {"name": name})
-            job.delete()
+            delete_job(job)  # its history goes after, in batches
         messages.success(request, f"Job “{name}” deleted.")
         return redirect("web:dashboard")
     return render(request, "web/jobs/delete.html", {"job": job})
