@@ -16,6 +16,7 @@ from apps.executions.models import Attempt, DeletedJob, Execution
 from apps.executions.tasks import PURGE_DELETED_JOB_TASK, purge_deleted_job
 from apps.jobs.models import Job
 from tests.conftest import utc
+from tests.support.processes import start_worker, wait_for
 
 DAY = utc(2027, 1, 4)
 
@@ -117,3 +118,19 @@ def owner_browser(tenant):
     client = Client()
     client.force_login(tenant.owner)
     return client
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_of_the_default_queue_purges_the_history(tmp_path, api, doomed):
+    job, history, queued, kept_run = doomed
+    worker = start_worker(tmp_path, ["default"], name="default", concurrency=1)
+    try:
+        assert api.delete(f"/api/v1/jobs/{job.pk}/").status_code == 204  # publishes the purge after commit
+        wait_for(lambda: not Execution.objects.filter(job_id=job.pk).exists(), timeout=60,
+                 message="the worker to purge the history")
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.output()[-3000:]
+    assert not Attempt.objects.filter(execution__job_id=job.pk).exists()
+    assert Execution.objects.filter(pk=kept_run.pk).exists()
