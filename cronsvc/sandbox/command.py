@@ -43,6 +43,8 @@ BASE_ENV = {
     "TZ": "UTC",
 }
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+MAX_ENV_VARIABLES = 100
+MAX_ENV_BYTES = 32 * 1024  # names and values together: they travel on bwrap's command line
 
 ETC_FILES = {
     "/etc/passwd": f"sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:/tmp:/bin/sh\n",
@@ -63,6 +65,10 @@ class DataFiles:
 def environment(script: Script) -> dict[str, str]:
     """The script's environment: the fixed base plus the job's own variables (which may not
     replace the base: PATH or HOME pointing elsewhere would only break the runtime)."""
+    if len(script.env) > MAX_ENV_VARIABLES:
+        raise ValueError(f"at most {MAX_ENV_VARIABLES} environment variables")
+    if sum(len(n.encode()) + len(v.encode()) for n, v in script.env.items()) > MAX_ENV_BYTES:
+        raise ValueError(f"the environment may hold at most {MAX_ENV_BYTES} bytes")
     env = dict(BASE_ENV)
     for name, value in script.env.items():
         if not _ENV_NAME.fullmatch(name) or "\0" in value:

@@ -79,7 +79,10 @@ def test_a_script_of_the_largest_size_runs_and_a_larger_one_is_refused(box):
     assert refused.value.code == "script_too_large"
 
 
-@pytest.mark.parametrize("env", [{"BAD NAME": "x"}, {"1X": "x"}, {"OK": "nul\0byte"}])
+@pytest.mark.parametrize("env", [
+    {"BAD NAME": "x"}, {"1X": "x"}, {"OK": "nul\0byte"},
+    {f"V{i}": "x" for i in range(101)}, {"BIG": "x" * (32 * 1024)},
+])
 def test_bad_environment_variables_are_refused(box, env):
     with pytest.raises(ScriptRejected) as refused:
         box.run(Script(SH, b"true", env=env))

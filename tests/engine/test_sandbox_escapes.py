@@ -219,3 +219,27 @@ def test_the_seccomp_filter_denies(box, name, call):
 def test_ordinary_processes_still_work_under_the_filter(box):
     result = run(box, SH, "echo $(echo nested) | tr a-z A-Z; ls / >/dev/null && echo listed")
     assert result.stdout == b"NESTED\nlisted\n"
+
+
+def test_threads_and_subprocesses_work_under_the_filter(box):
+    result = run(box, PY, """
+        import subprocess, threading
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append("thread"))
+        thread.start()
+        thread.join()
+        print(seen, subprocess.run(["echo", "child"], capture_output=True).stdout)
+    """)
+    assert result.stdout == b"['thread'] b'child\\n'\n", result.stderr
+
+
+def test_no_descriptor_of_the_worker_or_of_bwrap_reaches_the_script(box):
+    """bwrap's status pipe among them: a script that could write to it could forge its own
+    exit code."""
+    keep = [os.open("/dev/null", os.O_RDONLY) for _ in range(50)]
+    try:
+        result = run(box, PY, "import os; print(sorted(os.listdir('/proc/self/fd')))")
+    finally:
+        for fd in keep:
+            os.close(fd)
+    assert result.stdout == b"['0', '1', '2', '3']\n"  # 3: listdir's own
