@@ -1,9 +1,11 @@
-"""A private PostgreSQL cluster and a private Redis server, children of the soak, so the
-soak may kill and restart them without touching the machine's shared services."""
+"""A private PostgreSQL cluster, Redis server and RabbitMQ node, children of the soak (and
+of the tests that restart a broker), so they may be killed and restarted without touching
+the machine's shared services."""
 
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -126,3 +128,96 @@ class PrivateRedis:
         self.stop()
         time.sleep(down_seconds)
         self.start()
+
+
+def _rabbitmq_bin(name):
+    """RabbitMQ's own scripts. Debian's /usr/sbin wrappers would run the node as the
+    ``rabbitmq`` user with its home (the shared node's Erlang cookie); these run as the
+    caller, with the private node's directory as home."""
+    packaged = Path("/usr/lib/rabbitmq/bin") / name
+    if packaged.exists():
+        return str(packaged)
+    found = shutil.which(name)
+    if not found:
+        raise RuntimeError(f"no RabbitMQ server scripts ({name}) found: install rabbitmq-server")
+    return found
+
+
+class PrivateRabbitMQ:
+    """A RabbitMQ node of its own: its own node name, AMQP and distribution ports (free
+    ones, on 127.0.0.1), data and log directories, configuration and (empty) plugin list,
+    so nothing is shared with the machine's node but the Erlang port mapper.
+
+    ``restart`` is a crash (SIGKILL): what RabbitMQ confirmed of persistent messages in
+    durable queues comes back from its disk; ``restart(wipe=True)`` brings it back empty,
+    as a replaced node or a lost disk would."""
+
+    def __init__(self, workdir):
+        self.dir = Path(workdir) / "rabbitmq"
+        self.port, self.dist_port = free_port(), free_port()
+        self.node = f"cronsvc-{self.port}@localhost"
+        self.popen = None
+
+    @property
+    def url(self):
+        return f"amqp://guest:guest@127.0.0.1:{self.port}//"
+
+    def _env(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RABBITMQ_", "ERL_"))}
+        files = self.dir
+        env.update(
+            HOME=str(files),  # the node's and rabbitmqctl's Erlang cookie
+            RABBITMQ_NODENAME=self.node, RABBITMQ_NODE_IP_ADDRESS="127.0.0.1", RABBITMQ_NODE_PORT=str(self.port),
+            RABBITMQ_DIST_PORT=str(self.dist_port), RABBITMQ_MNESIA_BASE=str(files / "mnesia"),
+            RABBITMQ_LOG_BASE=str(files / "log"), RABBITMQ_PID_FILE=str(files / "node.pid"),
+            RABBITMQ_CONFIG_FILE=str(files / "rabbitmq.conf"),
+            RABBITMQ_ADVANCED_CONFIG_FILE=str(files / "advanced.config"),
+            RABBITMQ_ENABLED_PLUGINS_FILE=str(files / "enabled_plugins"),
+            RABBITMQ_CONF_ENV_FILE=str(files / "rabbitmq-env.conf"),  # not the machine's (its NODENAME)
+            # Distribution on loopback only, as the machine's node.
+            RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}",
+        )
+        return env
+
+    def _write_config(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "rabbitmq.conf").write_text(f"listeners.tcp.1 = 127.0.0.1:{self.port}\nlog.console = false\n")
+        (self.dir / "enabled_plugins").write_text("[].\n")
+        (self.dir / "rabbitmq-env.conf").write_text("")
+
+    def start(self, timeout=90):
+        self._write_config()
+        (self.dir / "node.pid").unlink(missing_ok=True)
+        log = open(self.dir / "server.out", "ab")
+        self.popen = subprocess.Popen([_rabbitmq_bin("rabbitmq-server")], env=self._env(), cwd=self.dir,
+                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        # Waits for the pid file, the node and then the broker application.
+        done = self.ctl("wait", str(self.dir / "node.pid"), "--timeout", str(timeout), check=False)
+        if done.returncode or self.popen.poll() is not None:
+            self.stop()
+            raise RuntimeError(f"RabbitMQ node {self.node} did not start: {done.stdout[-2000:]}"
+                               f"{(self.dir / 'server.out').read_text(errors='replace')[-3000:]}")
+        _wait_port(self.port, 15, "rabbitmq-server")
+
+    def ctl(self, *args, check=True):
+        """``rabbitmqctl -n NODE ...`` against this node."""
+        return subprocess.run([_rabbitmq_bin("rabbitmqctl"), "-n", self.node, *args], env=self._env(),
+                              capture_output=True, text=True, check=check, timeout=120)
+
+    def stop(self):
+        """SIGKILL the node's process group (beam and its helpers): a crash."""
+        if self.popen and self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(10)
+
+    def restart(self, down_seconds=2.0, wipe=False):
+        self.stop()
+        if wipe:
+            shutil.rmtree(self.dir / "mnesia", ignore_errors=True)
+        time.sleep(down_seconds)
+        self.start()
+
+    def remove(self):
+        self.stop()
+        shutil.rmtree(self.dir / "mnesia", ignore_errors=True)

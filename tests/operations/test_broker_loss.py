@@ -4,16 +4,14 @@
 other one. Its runs still finish, once each."""
 
 import time
-from datetime import timedelta
 
 import pytest
 from celery import Celery
-from django.utils import timezone
 
 from apps.executions.models import Execution
 from apps.executions.tasks import RUN_TASK
 from soak.services import PrivateRedis
-from tests.support.broker import use_private_queue
+from tests.support.broker import queued_runs, use_private_queue
 from tests.support.processes import start_scheduler, start_worker, wait_for
 from tests.support.target import start_target
 
@@ -28,9 +26,7 @@ def test_a_worker_survives_a_redis_restart_with_runs_in_flight(tmp_path, make_te
     queue = use_private_queue(tenant)
     target = start_target()
     job = make_job(tenant, url=target.url("/slow?seconds=4"), timeout_seconds=20)
-    start = timezone.now() - timedelta(minutes=5)
-    ids = [Execution.objects.create(job=job, organization=tenant.organization, queue=queue,
-                                    scheduled_for=start + timedelta(seconds=i)).id for i in range(3)]
+    ids = queued_runs(job, queue, 3)
     redis = PrivateRedis(tmp_path)
     redis.start()
     env = dict(ENV, REDIS_URL=redis.url)

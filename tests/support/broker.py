@@ -19,6 +19,19 @@ def use_private_queue(tenant):
     return plan.queue
 
 
+def queued_runs(job, queue, count):
+    """``count`` queued runs of ``job`` in ``queue``, due minutes ago (one per second)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.executions.models import Execution
+
+    start = timezone.now() - timedelta(minutes=5)
+    return [Execution.objects.create(job=job, organization=job.organization, queue=queue,
+                                     scheduled_for=start + timedelta(seconds=i)).id for i in range(count)]
+
+
 def published_ids(client, queue):
     """Every execution id in the queue's pending messages (one entry per publish)."""
     ids = []
