@@ -101,13 +101,19 @@ def bwrap_args(bwrap: str, script: Script, limits: Limits, files: DataFiles,
     return args + list(INTERPRETERS[script.language])
 
 
+def _no_network() -> list[str]:
+    """--unshare-all already gave the run a network namespace with only loopback."""
+    return []
+
+
+# The hook for outbound HTTP: a second entry whose arguments bind the platform's guarded
+# proxy socket (the SSRF guard at connect time) into the sandbox and set HTTP(S)_PROXY to
+# it. A mode missing here is refused before anything starts (runner.validate).
+NETWORKS = {Network.NONE: _no_network}
+
+
 def _network_args(network: Network) -> list[str]:
-    """--unshare-all already gave the run a network namespace with only loopback. The hook
-    for outbound HTTP: bind the platform's guarded proxy socket in here and point
-    HTTP(S)_PROXY at it; until that exists, any other value is refused."""
-    if network is Network.NONE:
-        return []
-    raise ValueError(f"network mode {network!r} is not supported yet")
+    return NETWORKS[network]()
 
 
 def _runtime_args() -> list[str]:

@@ -16,9 +16,8 @@ class Language(str, enum.Enum):
 class Network(str, enum.Enum):
     """What the script may reach. Only NONE exists today: a new network namespace that has
     nothing but its own loopback. Outbound HTTP through the platform's address guard (a
-    proxy the sandbox reaches over a bound Unix socket) is the planned second value; the
-    command builder refuses any value it does not know, so adding one is a deliberate change
-    there (cronsvc/sandbox/command.py, ``_network_args``)."""
+    proxy the sandbox reaches over a bound Unix socket) is the planned second value; a value
+    without an entry in cronsvc/sandbox/command.py's NETWORKS is refused before the run."""
 
     NONE = "none"
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from . import cgroup, command, seccomp
 from .errors import SandboxFailed, SandboxUnavailable, ScriptRejected
-from .limits import MAX_SCRIPT_BYTES, Language, Limits, Reason, Result, Script
+from .limits import MAX_SCRIPT_BYTES, Language, Limits, Network, Reason, Result, Script
 
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_launch.py")
 _READ_CHUNK = 65536
@@ -69,15 +69,25 @@ class Sandbox:
         except seccomp.SeccompUnavailable as exc:
             return Availability(False, str(exc))
         self._hierarchy = cgroup.detect() if self.use_cgroups else None
+        failure = self._probe()
+        if failure and self._hierarchy:  # cgroups are a plus; the sandbox works without
+            self._hierarchy = None
+            failure = self._probe()
+        if failure:
+            return Availability(False, failure)
+        return Availability(True, cgroups=f"v{self._hierarchy.version}" if self._hierarchy
+                            else "none")
+
+    def _probe(self) -> str:
+        """Why a trivial script does not run here ("" when it does)."""
         try:
             probe = self._execute(Script(Language.SHELL, b"exit 0\n"), _PROBE_LIMITS)
         except (SandboxFailed, OSError) as exc:
-            return Availability(False, f"bubblewrap cannot start a sandbox here: {exc}")
+            return f"bubblewrap cannot start a sandbox here: {exc}"
         if probe.exit_code != 0:
-            return Availability(False, f"the sandbox probe exited {probe.exit_code}: "
-                                       f"{probe.stderr[:300].decode(errors='replace')}")
-        return Availability(True, cgroups=f"v{self._hierarchy.version}" if self._hierarchy
-                            else "none")
+            return (f"the sandbox probe exited {probe.exit_code}: "
+                    f"{probe.stderr[:300].decode(errors='replace')}")
+        return ""
 
     def _execute(self, script: Script, limits: Limits) -> Result:
         try:
@@ -135,6 +145,9 @@ def validate(script: Script) -> None:
         raise ScriptRejected("script_too_large",
                              f"a script may be at most {MAX_SCRIPT_BYTES} bytes, "
                              f"this one is {len(script.source)}")
+    if not isinstance(script.network, Network) or script.network not in command.NETWORKS:
+        raise ScriptRejected("script_network", f"network mode {script.network!r} is not "
+                                               "supported")
     try:
         command.environment(script)
     except ValueError as exc:

@@ -122,3 +122,9 @@ def test_this_host_can_sandbox():
     status = Sandbox().available()
     assert status.ok, status.reason
     assert os.path.exists(Sandbox().bwrap)
+
+
+def test_a_network_mode_the_sandbox_does_not_know_is_refused(box):
+    with pytest.raises(ScriptRejected) as refused:
+        box.run(Script(SH, b"true", network="http"))
+    assert refused.value.code == "script_network"

@@ -43,3 +43,14 @@ def test_a_host_without_cgroup_mounts_has_none(tmp_path):
     (tmp_path / "mountinfo").write_text("22 1 0:21 / / rw - ext4 /dev/vda rw\n")
     (tmp_path / "cgroup").write_text("0::/\n")
     assert cgroup.detect(str(tmp_path)) is None
+
+
+def test_a_cgroup_hierarchy_that_fails_leaves_the_sandbox_working_without(monkeypatch, tmp_path):
+    from cronsvc.sandbox import Language, Sandbox, Script
+
+    missing = str(tmp_path / "gone")
+    monkeypatch.setattr(cgroup, "detect", lambda: cgroup.Hierarchy(2, missing, missing))
+    box = Sandbox()
+    status = box.available()
+    assert (status.ok, status.cgroups) == (True, "none"), status.reason
+    assert box.run(Script(Language.SHELL, b"echo still")).stdout == b"still\n"
