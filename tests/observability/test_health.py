@@ -12,6 +12,7 @@ from django.utils import timezone
 from apps.observability import health
 from apps.observability.heartbeats import Beat
 from apps.observability.models import Heartbeat
+from tests.support.broker import AMQP_URL
 from tests.support.processes import ROOT, process_env
 
 pytestmark = pytest.mark.django_db
@@ -39,6 +40,20 @@ def test_readyz_fails_when_the_broker_is_down(client, settings):
     assert body["status"] == "unavailable"
     assert body["checks"]["broker"].startswith("ConnectionError")
     assert body["checks"]["database"] == "ok"
+
+
+def test_readyz_checks_a_rabbitmq_broker(client, settings):
+    settings.CELERY_BROKER_URL = AMQP_URL
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    assert response.json()["checks"]["broker"] == "ok"
+
+
+def test_readyz_fails_when_the_rabbitmq_broker_is_down(client, settings):
+    settings.CELERY_BROKER_URL = f"amqp://guest:guest@127.0.0.1:{CLOSED_PORT}//"
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["broker"].startswith("ConnectionRefusedError")
 
 
 def test_readyz_fails_when_the_embedded_broker_folder_is_missing(client, settings, tmp_path):
