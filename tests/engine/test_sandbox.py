@@ -128,3 +128,8 @@ def test_a_network_mode_the_sandbox_does_not_know_is_refused(box):
     with pytest.raises(ScriptRejected) as refused:
         box.run(Script(SH, b"true", network="http"))
     assert refused.value.code == "script_network"
+
+
+def test_the_script_runs_under_seccomp_with_no_new_privileges(box):
+    result = run(box, SH, "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status")
+    assert result.stdout == b"NoNewPrivs:\t1\nSeccomp:\t2\n"  # 2: a filter is loaded
