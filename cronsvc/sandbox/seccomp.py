@@ -48,7 +48,7 @@ def filter_program() -> bytes:
     """The compiled BPF program (built once per process: it never changes at run time)."""
     try:
         import pyseccomp as seccomp
-    except (ImportError, OSError) as exc:  # OSError: libseccomp.so.2 missing
+    except (ImportError, OSError, RuntimeError) as exc:  # Runtime/OSError: no libseccomp.so.2
         raise SeccompUnavailable(f"libseccomp is not usable: {exc}") from exc
     rules = seccomp.SyscallFilter(seccomp.ALLOW)
     eperm = seccomp.ERRNO(errno.EPERM)

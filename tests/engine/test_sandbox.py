@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 
 import pytest
@@ -133,3 +134,19 @@ def test_a_network_mode_the_sandbox_does_not_know_is_refused(box):
 def test_the_script_runs_under_seccomp_with_no_new_privileges(box):
     result = run(box, SH, "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status")
     assert result.stdout == b"NoNewPrivs:\t1\nSeccomp:\t2\n"  # 2: a filter is loaded
+
+
+def test_a_host_without_libseccomp_refuses_to_run(monkeypatch, tmp_path):
+    from cronsvc.sandbox import seccomp
+
+    monkeypatch.setitem(sys.modules, "pyseccomp", None)  # the import fails
+    seccomp.filter_program.cache_clear()
+    try:
+        refused = Sandbox()
+        assert "libseccomp" in refused.available().reason
+        marker = tmp_path / "ran"
+        with pytest.raises(SandboxUnavailable):
+            refused.run(_marker_script(str(marker)))
+        assert not marker.exists()
+    finally:
+        seccomp.filter_program.cache_clear()
