@@ -59,7 +59,12 @@ class DataFiles:
 
     script: int
     seccomp: int
+    env: int  # env_args(), read by bwrap's --args
     etc: dict[str, int]
+
+    @property
+    def all(self) -> tuple[int, ...]:
+        return (self.script, self.seccomp, self.env, *self.etc.values())
 
 
 def environment(script: Script) -> dict[str, str]:
@@ -95,8 +100,7 @@ def bwrap_args(bwrap: str, script: Script, limits: Limits, files: DataFiles,
     # size cap, and a script filling it would fill the host's memory. The device nodes are
     # bind mounts of their own and stay writable (/dev/null).
     args += ["--remount-ro", "/", "--remount-ro", "/dev", "--chdir", "/tmp", "--clearenv"]
-    for name, value in environment(script).items():
-        args += ["--setenv", name, value]
+    args += ["--args", str(files.env)]
     args += ["--seccomp", str(files.seccomp), "--"]
     return args + list(INTERPRETERS[script.language])
 
@@ -110,6 +114,15 @@ def _no_network() -> list[str]:
 # proxy socket (the SSRF guard at connect time) into the sandbox and set HTTP(S)_PROXY to
 # it. A mode missing here is refused before anything starts (runner.validate).
 NETWORKS = {Network.NONE: _no_network}
+
+
+def env_args(script: Script) -> bytes:
+    """The script's environment as bwrap arguments, NUL-separated for `--args FD`: a job's
+    variables may be secrets, and a command line is readable by every user of the host."""
+    args = []
+    for name, value in environment(script).items():
+        args += ["--setenv", name, value]
+    return b"".join(arg.encode() + b"\0" for arg in args)
 
 
 def _network_args(network: Network) -> list[str]:

@@ -110,14 +110,14 @@ class Sandbox:
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(fds.script, fds.seccomp, *fds.etc.values(), status_write),
+                pass_fds=(*fds.all, status_write),
                 start_new_session=True, env={}, cwd="/",
             )
         except BaseException:
             os.close(status_read)
             raise
         finally:
-            for fd in (fds.script, fds.seccomp, *fds.etc.values(), status_write):
+            for fd in (*fds.all, status_write):
                 os.close(fd)
         return proc, status_read
 
@@ -179,6 +179,7 @@ def _data_files(script: Script) -> command.DataFiles:
     return command.DataFiles(
         script=memfd("script", script.source),
         seccomp=memfd("seccomp", seccomp.filter_program()),
+        env=memfd("env", command.env_args(script)),
         etc={path: memfd(os.path.basename(path), text.encode())
              for path, text in command.ETC_FILES.items()},
     )

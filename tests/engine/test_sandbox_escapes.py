@@ -175,6 +175,30 @@ def test_two_concurrent_runs_cannot_see_each_others_files_environment_or_process
     assert secret.encode() not in result.stdout
 
 
+def test_a_jobs_environment_is_on_no_command_line_of_the_host(box):
+    """Any user of the host can read every process's command line."""
+    secret = f"api-token-{uuid.uuid4().hex}"
+    outcome = {}
+    running = threading.Thread(target=lambda: outcome.update(result=run(box, PY, """
+        import os, signal, sys, time
+        signal.signal(signal.SIGUSR1, lambda *_: sys.exit(0))
+        open("/tmp/started", "w").close()
+        print(os.environ["TOKEN"])
+        while True:
+            time.sleep(1)
+    """, env={"TOKEN": secret}, wall_seconds=60)))
+    running.start()
+    pid = wait_for(lambda: _script_pid(host_uid(box), "/tmp/started"))
+    try:
+        lines = [Path(f"/proc/{p}/cmdline").read_bytes() for p in live_processes(host_uid(box))]
+    finally:
+        os.kill(pid, signal.SIGUSR1)
+        running.join(60)
+    assert len(lines) >= 3  # bwrap outside, bwrap's init, the script
+    assert not any(secret.encode() in line for line in lines)
+    assert outcome["result"].stdout == secret.encode() + b"\n"  # it did reach the script
+
+
 def _script_pid(uid: int, inner_path: str) -> int | None:
     for pid in live_processes(uid):
         try:
