@@ -13,15 +13,17 @@ CLAIM_IDLE_SECONDS = 10.0
 @dataclass(order=True)
 class Event:
     at: float  # seconds after the soak's start
-    action: str = field(compare=False)  # kill, restart, stop, cont, redis, postgres
+    action: str = field(compare=False)  # kill, restart, stop, cont, redis, postgres, rabbitmq
     target: str = field(default="", compare=False)
 
 
-def plan(seed, duration, schedulers, workers):
+def plan(seed, duration, schedulers, workers, rabbitmq=False):
     """The timeline: a kill of a random scheduler or worker every 20–60 s (the first two a
     worker and a scheduler, so a short soak has one of each), each restarted 2–5 s later;
     one Redis restart, one SIGSTOP of a scheduler for longer than a claim may sit idle, one
-    PostgreSQL restart. A short soak scales the gaps down."""
+    PostgreSQL restart, and with ``rabbitmq`` (the broker) one RabbitMQ crash and restart
+    near the end. A short soak scales the gaps down. The RabbitMQ event is drawn last, so
+    a seed's plan is otherwise the same with either broker."""
     rng = random.Random(seed)
     warmup = min(30.0, 0.12 * duration)
     gap = (20.0, 60.0) if duration >= 300 else (duration / 8, duration / 4)
@@ -42,13 +44,24 @@ def plan(seed, duration, schedulers, workers):
     events.append(Event(stop_at, "stop", paused))
     events.append(Event(stop_at + CLAIM_IDLE_SECONDS + 5, "cont", paused))
     events.append(Event(rng.uniform(0.65, 0.75) * duration, "postgres"))
+    if rabbitmq:
+        events.append(Event(rng.uniform(0.8, 0.88) * duration, "rabbitmq"))
     return sorted(events)
 
 
+#: The services the driver restarts: (name in the fault table, what the restart does).
+RESTARTS = {
+    "redis": ("Redis", "queued messages are lost"),
+    "postgres": ("PostgreSQL", "immediate stop: a crash"),
+    "rabbitmq": ("RabbitMQ", "SIGKILL: a crash; what it confirmed comes back from its disk"),
+}
+
+
 class Driver:
-    def __init__(self, processes, postgres, redis, log):
+    def __init__(self, processes, postgres, redis, log, rabbitmq=None):
         self.processes = {p.name: p for p in processes}
-        self.postgres, self.redis, self.log = postgres, redis, log
+        self.services = {"postgres": postgres, "redis": redis, "rabbitmq": rabbitmq}
+        self.log = log
         self.stopped = set()
         self.faults = []  # {"fault", "at", "until"}: wall-clock start and end of each fault
         self.unexpected_exits = []
@@ -91,16 +104,14 @@ class Driver:
                 process.start()
                 self._close(f"SIGKILL {process.name}")
                 self.log(f"t={offset}s restarted {process.name}")
-        elif event.action == "redis":
-            self.log(f"t={offset}s restarting Redis (queued messages are lost)")
-            self.redis.restart()
-            self.faults.append({"fault": "Redis restart", "kind": "redis", "at": now, "until": time.time()})
-            self.log(f"t={round(time.time() - started, 1)}s Redis is back")
-        elif event.action == "postgres":
-            self.log(f"t={offset}s restarting PostgreSQL (immediate stop: a crash)")
-            self.postgres.restart()
-            self.faults.append({"fault": "PostgreSQL restart", "kind": "postgres", "at": now, "until": time.time()})
-            self.log(f"t={round(time.time() - started, 1)}s PostgreSQL is back")
+        elif event.action in RESTARTS:
+            name, what = RESTARTS[event.action]
+            if event.action == "redis" and self.services["rabbitmq"] is not None:
+                what = "its counters are lost; the broker is RabbitMQ"
+            self.log(f"t={offset}s restarting {name} ({what})")
+            self.services[event.action].restart()
+            self.faults.append({"fault": f"{name} restart", "kind": event.action, "at": now, "until": time.time()})
+            self.log(f"t={round(time.time() - started, 1)}s {name} is back")
         elif event.action == "stop":
             process = self.processes[event.target]
             process.signal(signal.SIGSTOP)

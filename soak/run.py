@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import chaos, checks
 from .platform import ROOT, platform_processes, run_release, wait_healthy
-from .services import PrivatePostgres, PrivateRedis, free_port
+from .services import PrivatePostgres, PrivateRabbitMQ, PrivateRedis, free_port
 from .target import read_log
 
 #: Settings of the soak's platform: the defaults, but for quicker sweeps and a short lease
@@ -40,6 +40,9 @@ def parse_args(argv):
                         help="job intervals in seconds, MIN-MAX (SOAK_INTERVAL, default 60-180: ~17 runs/s "
                              "from 2000 jobs, half of what two workers managed on a 2-core machine under "
                              "chaos (~32 attempts/s), so lag and recovery measure faults, not a backlog)")
+    parser.add_argument("--broker", choices=("redis", "rabbitmq"), default=os.environ.get("SOAK_BROKER", "redis"),
+                        help="the Celery broker (SOAK_BROKER, default redis); with rabbitmq a private RabbitMQ "
+                             "node is the broker, Redis keeps the limits, and the chaos restarts both")
     parser.add_argument("--worker-concurrency", type=int, default=4)
     parser.add_argument("--drain-timeout", type=float, default=240)
     parser.add_argument("--workdir", help="where logs go (default: a new temporary directory)")
@@ -59,6 +62,7 @@ class Soak:
         self.chaos_log = open(self.workdir / "chaos.log", "a")
         self.postgres = PrivatePostgres(self.workdir)
         self.redis = PrivateRedis(self.workdir)
+        self.rabbitmq = PrivateRabbitMQ(self.workdir) if args.broker == "rabbitmq" else None
         self.target = None
         self.processes = []
         self.load_before = " / ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -75,6 +79,9 @@ class Soak:
         self.postgres.init()
         self.redis.start()
         self.log(f"private PostgreSQL on :{self.postgres.port}, Redis on :{self.redis.port}")
+        if self.rabbitmq:
+            self.rabbitmq.start()
+            self.log(f"private RabbitMQ node {self.rabbitmq.node} on :{self.rabbitmq.port} (the broker)")
         self.target_log = self.workdir / "target.jsonl"
         self.target = subprocess.Popen(
             [sys.executable, "-m", "soak.target", "--log", str(self.target_log), "--seed", str(self.args.seed)],
@@ -85,6 +92,8 @@ class Soak:
     def platform_env(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "DATABASE_", "REDIS_"))}
         env.update(SOAK_SETTINGS, DATABASE_URL=self.postgres.url, REDIS_URL=self.redis.url)
+        if self.rabbitmq:
+            env["CELERY_BROKER_URL"] = self.rabbitmq.url
         return env
 
     def start_platform(self):
@@ -125,10 +134,10 @@ class Soak:
         self.org_ids = load.load(seed=a.seed, jobs=a.jobs, interval=a.interval, target_url=self.target_url,
                                  start=start)
         self.started = start.timestamp()
-        events = chaos.plan(a.seed, a.seconds, schedulers=2, workers=2)
+        events = chaos.plan(a.seed, a.seconds, schedulers=2, workers=2, rabbitmq=self.rabbitmq is not None)
         self.log(f"{a.jobs} jobs every {a.interval[0]}-{a.interval[1]} s loaded; seed {a.seed}; chaos plan: "
                  + "; ".join(f"{e.action} {e.target} at {e.at:.1f}s" for e in events))
-        self.driver = chaos.Driver(self.processes, self.postgres, self.redis, self.log)
+        self.driver = chaos.Driver(self.processes, self.postgres, self.redis, self.log, rabbitmq=self.rabbitmq)
         time.sleep(max(0.0, self.started - time.time()))
         self.driver.run(events, self.started, a.seconds)
         self.log("chaos over: stopping the jobs and draining")
@@ -213,6 +222,8 @@ class Soak:
             self.target.terminate()
             self.target.wait(10)
         self.redis.stop()
+        if self.rabbitmq:
+            self.rabbitmq.remove()
         self.postgres.stop()
         self.postgres.remove()
 
@@ -222,6 +233,7 @@ class Soak:
             f"### Chaos soak: {a.seconds:.0f} s, {a.jobs:,} jobs every {a.interval[0]}-{a.interval[1]} s, seed {a.seed}",
             "",
             f"Machine: {os.cpu_count()} CPUs, {_cpu_model()}, load average before the soak {self.load_before}; "
+            f"broker {'RabbitMQ' if self.rabbitmq else 'Redis'}; "
             f"web, 2 schedulers, 2 workers (concurrency {a.worker_concurrency}), housekeeping; "
             f"verdict: **{'PASS' if findings.ok else 'FAIL'}**",
             "",
