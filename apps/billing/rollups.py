@@ -18,11 +18,11 @@ from datetime import date, datetime, time, timedelta, timezone
 from django.db import connection, transaction
 
 from apps.executions.models import Attempt, DeletedJob, Execution
+from cronsvc.statuses import FAILED
 
 from .models import JobDayStats
 
 S = Execution.Status
-FAILED = {S.FAILED, S.TIMED_OUT, S.DEAD}
 STAT_FIELDS = ["organization", "runs", "succeeded", "failed", "skipped", "attempts",
                "duration_p50_ms", "duration_p95_ms", "duration_p99_ms",
                "lateness_p50_ms", "lateness_p95_ms", "lateness_p99_ms", "error_kinds", "updated_at"]

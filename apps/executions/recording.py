@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from apps.jobs.models import Job
+from cronsvc.statuses import FAILED
 
 from .hooks import Outcome, run_outcome_hooks
 from .models import Attempt, Execution
@@ -24,7 +25,6 @@ from .models import Attempt, Execution
 log = logging.getLogger(__name__)
 
 S = Execution.Status
-FAILURES = (S.FAILED, S.TIMED_OUT, S.DEAD)
 # A group's transaction that loses a deadlock (two groups updating the same jobs) is
 # rolled back whole and tried again.
 RETRIES_ON_DEADLOCK = 3
@@ -202,7 +202,7 @@ def _update_jobs_health(results):
     and the job is disabled if any streak of failures reached its threshold."""
     per_job = {}
     for result in results:
-        if result.status == S.SUCCEEDED or result.status in FAILURES:
+        if result.status == S.SUCCEEDED or result.status in FAILED:
             per_job.setdefault(result.execution.job_id, []).append(result)
     if not per_job:
         return
@@ -283,7 +283,7 @@ def _update_job_health(job_id, status, ran_at, auto_disable_after):
     jobs = Job.objects.filter(id=job_id)
     if status == S.SUCCEEDED:
         jobs.update(last_run_at=ran_at, last_status=status, consecutive_failures=0)
-    elif status in FAILURES:
+    elif status in FAILED:
         jobs.update(last_run_at=ran_at, last_status=status, consecutive_failures=F("consecutive_failures") + 1)
         if not auto_disable_after:
             return  # the plan never disables jobs

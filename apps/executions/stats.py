@@ -16,14 +16,16 @@ from django.db import connection
 from django.db.models import Aggregate, Count, DurationField, ExpressionWrapper, F, FloatField, Max, Q
 
 from apps.billing.models import JobDayStats
+from cronsvc import statuses
 
 from .models import Attempt, Execution
 
 UTC = dt_timezone.utc
 S = Execution.Status
-COUNTED = (S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.DEAD)
-FAILED = (S.FAILED, S.TIMED_OUT, S.DEAD)
-FINISHED = COUNTED + (S.SKIPPED,)
+# Sorted, so each query reads the same whatever the process.
+COUNTED = tuple(sorted(statuses.RAN))
+FAILED = tuple(sorted(statuses.FAILED))
+FINISHED = tuple(sorted(statuses.FINAL))
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 #: Stats API windows. Days are UTC days.
 WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}

@@ -16,18 +16,18 @@ from django.utils import timezone
 
 from cronsvc.notify import decide as logic
 from cronsvc.notify.formats import event_type_for, execution_event
+from cronsvc.statuses import RAN
 
 from .dispatch import queue_events, queue_notifications
 from .evidence import build_alert
 from .models import AlertState, Channel, EventSubscription, Notification, OutboxEvent
 from .rules import rules_for
 
-WATCHED = frozenset({"succeeded", "failed", "timed_out", "dead"})
 AUTO_DISABLED_PREFIX = "Disabled automatically"
 
 
 def on_run_outcomes(outcomes):
-    final = [o for o in outcomes if o.moved and o.status in WATCHED]
+    final = [o for o in outcomes if o.moved and o.status in RAN]
     if not final:
         return
     jobs = listened_jobs({o.job_id for o in final})

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from cronsvc.notify.decide import reminder_due
+from cronsvc.statuses import FAILED
 
 from . import sending
 from .alerts import alert_rows, flags_of, listened_jobs
@@ -135,7 +136,7 @@ def reminders(now):
             continue
         state.last_reminder_at = now
         state.save(update_fields=["last_reminder_at"])
-        last = (Execution.objects.filter(job_id=job.id, status__in=["failed", "timed_out", "dead"])
+        last = (Execution.objects.filter(job_id=job.id, status__in=FAILED)
                 .order_by("-scheduled_for").first())
         since = state.notified_at.isoformat() if state.notified_at else "?"
         rows += alert_rows("reminder", job, last, channels.get(job.project_id, ()),

@@ -18,13 +18,13 @@ from django.utils import timezone
 
 from apps.executions.broker_queues import known_queues, queue_depths
 from apps.executions.models import Attempt, Execution
+from cronsvc.statuses import FAILED, RAN
 
 from . import heartbeats
 
 WINDOW = timedelta(hours=1)
 SAMPLE = 5000
-FAILED = (Execution.Status.FAILED, Execution.Status.TIMED_OUT, Execution.Status.DEAD)
-FINISHED = (*FAILED, Execution.Status.SUCCEEDED)
+FINISHED = RAN
 
 
 def id_floor(since):

@@ -8,8 +8,7 @@ from django.db.models.functions import TruncHour
 
 from apps.executions.models import Execution
 from apps.jobs.health import STATUSES, health_filter, job_health  # noqa: F401
-
-FAILED = (Execution.Status.FAILED, Execution.Status.TIMED_OUT, Execution.Status.DEAD)
+from cronsvc.statuses import FAILED
 
 
 def with_last_duration(jobs):

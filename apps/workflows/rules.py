@@ -1,12 +1,11 @@
 """When does a downstream job run? Plain functions on statuses, no database."""
 
-SUCCEEDED = "succeeded"
-RAN = frozenset({"succeeded", "failed", "timed_out", "dead"})
-FINAL = RAN | {"skipped"}
+from cronsvc.statuses import FAILED, FINAL, RAN, SUCCEEDED
+
 # A skipped upstream did not run, so it meets no condition: its downstream is skipped too.
 MEETS = {
     "success": frozenset({SUCCEEDED}),
-    "failure": frozenset({"failed", "timed_out", "dead"}),
+    "failure": FAILED,
     "any": RAN,
 }
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from apps.executions.models import Execution
 from apps.jobs.models import JobDependency
+from cronsvc.statuses import FAILED
 
 
 @dataclass
@@ -20,7 +21,7 @@ class WorkflowRun:
         statuses = {execution.status for execution in self.executions}
         if statuses & {Execution.Status.QUEUED, Execution.Status.RUNNING}:
             return "running"
-        if statuses & {Execution.Status.FAILED, Execution.Status.TIMED_OUT, Execution.Status.DEAD}:
+        if statuses & FAILED:
             return "failed"
         if Execution.Status.SKIPPED in statuses:
             return "skipped"

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-FAILURES = frozenset({"failed", "timed_out", "dead"})
-SUCCESS = "succeeded"
+from cronsvc.statuses import FAILED, SUCCEEDED
 
 
 @dataclass(frozen=True)
@@ -42,12 +41,12 @@ def decide(flags: AlertFlags, statuses: list[str], health: JobHealth, rule: Rule
     ``disabled`` is also returned when the rule mutes its alert, so the caller can still
     emit the ``job.disabled`` event; the caller drops muted alerts with ``muted``."""
     events = []
-    successes = [i for i, status in enumerate(statuses) if status == SUCCESS]
+    successes = [i for i, status in enumerate(statuses) if status == SUCCEEDED]
     if successes and flags.failure_notified:
         flags = replace(flags, failure_notified=False, notified_at=None, last_reminder_at=None)
         events.append(("recovery", successes[-1]))
     last = len(statuses) - 1
-    if (statuses and statuses[last] in FAILURES and not flags.failure_notified
+    if (statuses and statuses[last] in FAILED and not flags.failure_notified
             and health.consecutive_failures >= max(1, rule.failure_threshold)):
         flags = replace(flags, failure_notified=True, notified_at=now, last_reminder_at=now)
         events.append(("failure", last))
