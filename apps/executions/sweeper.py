@@ -1,7 +1,7 @@
 """Repairs what the broker lost: the database, not the broker, is the source of truth.
 
 - A run committed as ``queued`` whose message never reached a worker (broker down,
-  scheduler killed between commit and publish, Redis restarted) is published again
+  scheduler killed between commit and publish, the broker restarted) is published again
   after SWEEPER_REPUBLISH_IDLE_AFTER seconds when its queue holds no waiting message (so
   its message cannot be waiting there), else after SWEEPER_REPUBLISH_AFTER seconds (a
   backlog: its message may still be in line, and re-sending it would only lengthen it).

@@ -1,8 +1,10 @@
-"""Metrics computed when /metrics is scraped (web process): Celery queue depths and the
-circuit breakers' states, both read from Redis (or the embedded broker's folder).
+"""Metrics computed when /metrics is scraped (web process): Celery queue depths, read from
+the broker (Redis, RabbitMQ or the embedded broker's folder: apps/executions/broker_queues.py),
+and the circuit breakers' states, read from Redis.
 
-Both are bounded: the known queues only (one pipelined LLEN each), and at most
-BREAKER_SCAN_LIMIT breaker keys (SCAN, then pipelined HGET)."""
+Both are bounded: the known queues only (one pipelined LLEN each on Redis, one passive
+declare each on RabbitMQ), and at most BREAKER_SCAN_LIMIT breaker keys (SCAN, then
+pipelined HGET)."""
 
 import logging
 
