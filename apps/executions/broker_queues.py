@@ -62,8 +62,9 @@ def amqp_inspector(url, timeout=TIMEOUT_SECONDS):
 class AmqpInspector:
     """Asks RabbitMQ about queues over one connection kept open and shared by the
     process's threads: opening one costs several round trips and a line in the broker's
-    log, too much for every scrape and health probe. A failure closes it; the next call
-    opens a new one. A forked child never reuses its parent's socket."""
+    log, too much for every scrape and health probe. A failure closes it, and a call that
+    failed on the kept connection is asked again on a new one. A forked child never reuses
+    its parent's socket."""
 
     def __init__(self, url, timeout):
         self.url, self.timeout = url, timeout
@@ -82,11 +83,16 @@ class AmqpInspector:
             self._guarded(lambda: self._open_channel().exchange_declare("amq.direct", "direct", passive=True))
 
     def _guarded(self, ask):
+        kept = self._connection is not None and self._pid == os.getpid()
         try:
             return ask()
         except Exception:
             self._close()
-            raise
+            if not kept:
+                raise
+        # The kept connection had gone (a broker restart, an idle link cut): that says
+        # nothing about the broker now, so ask once more on a new one.
+        return self._guarded(ask)
 
     def _count(self, queue):
         try:
