@@ -7,6 +7,7 @@ from amqp.exceptions import PreconditionFailed
 from apps.executions import publishing
 from apps.executions.broker_queues import queue_depths
 from tests.support.broker import queued_runs
+from tests.support.processes import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.parametrize("live_broker", ["rabbitmq"], indirect=True)]
@@ -38,5 +39,5 @@ def test_queue_depths_count_the_messages_waiting(live_broker, queue, make_job, t
     taken = consumer.basic_get(queue, no_ack=False)  # a worker holds it, not yet acknowledged
     assert taken is not None
     assert queue_depths([queue]) == {queue: 2}
-    consumer.close()  # unacknowledged: back in the queue
-    assert queue_depths([queue]) == {queue: 3}
+    consumer.close()  # unacknowledged: back in the queue (RabbitMQ requeues it a moment after the close)
+    wait_for(lambda: queue_depths([queue]) == {queue: 3}, timeout=10, message="the message back in the queue")

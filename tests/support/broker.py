@@ -97,7 +97,7 @@ class RedisBroker(_BrokerUnderTest, Broker):
 
 class AmqpBroker(_BrokerUnderTest):
     """A RabbitMQ broker seen as queues of Celery messages. Reading takes every message
-    unacknowledged and then closes the channel, which puts them all back."""
+    unacknowledged and puts them all back before it returns."""
 
     kind = "rabbitmq"
 
@@ -115,6 +115,11 @@ class AmqpBroker(_BrokerUnderTest):
         try:
             while (message := channel.basic_get(queue, no_ack=False)) is not None:
                 found.append(message)
+            for message in found:
+                channel.basic_reject(message.delivery_tag, requeue=True)
+            # Answered after the requeues (one channel's methods are handled in order): a
+            # read right after this one sees every message again.
+            channel.queue_declare(queue, passive=True)
         except NotFound:  # never declared: nothing was published to it
             return []
         finally:
