@@ -6,14 +6,18 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from cronsvc.sandbox import Limits, Reason, cgroup
 from cronsvc.sandbox.runner import classify
 from tests.support.sandbox import (  # noqa: F401  (box is a fixture)
-    PY, SH, box, host_uid, processes_after, run,
+    PY, SH, box, host_uid, live_processes, processes_after, run, wait_for,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_run_past_its_wall_time_is_killed(box):
@@ -53,6 +57,26 @@ def test_a_script_that_closes_its_output_still_meets_the_deadline(box):
     result = run(box, SH, "exec >&- 2>&-; sleep 600", wall_seconds=1)
     assert result.reason is Reason.TIMEOUT
     assert processes_after(host_uid(box)) == []
+
+
+WORKER = """
+import sys
+from cronsvc.sandbox import Language, Limits, Sandbox, Script
+uid = int(sys.argv[1])
+Sandbox(host_uids=range(uid, uid + 1)).run(Script(Language.SHELL, b"echo up; sleep 600"),
+                                           Limits(wall_seconds=600))
+"""
+
+
+def test_a_run_dies_with_the_worker_that_started_it(box):
+    uid = host_uid(box)
+    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(uid)], cwd=REPO)
+    try:
+        wait_for(lambda: len(live_processes(uid)) >= 3)  # bwrap, its init and the script
+    finally:
+        worker.kill()
+        worker.wait()
+    assert processes_after(uid) == []
 
 
 def test_cpu_time_is_limited(box):
