@@ -93,7 +93,6 @@ INSTALLED_APPS = [
     "apps.web",
     "apps.badges",
     "apps.notifications",
-    "apps.monitors",
 ]
 
 MIDDLEWARE = [
