@@ -295,7 +295,10 @@ def _filesystem_broker_options():
 
 # Redis or RabbitMQ (amqp://...) in server mode; REDIS_URL stays the limits' store either way.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
-BROKER_KIND = broker_kind(CELERY_BROKER_URL)  # "filesystem", "redis" or "amqp" (config/brokers.py)
+try:
+    BROKER_KIND = broker_kind(CELERY_BROKER_URL)  # "filesystem", "redis" or "amqp" (config/brokers.py)
+except ValueError as exc:  # a start-up error naming the variable, as every other bad value gets
+    raise ImproperlyConfigured(f"CELERY_BROKER_URL: {exc}") from exc
 if BROKER_KIND == "filesystem":
     CELERY_BROKER_TRANSPORT_OPTIONS = _filesystem_broker_options()
 elif BROKER_KIND == "amqp":

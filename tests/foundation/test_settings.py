@@ -80,3 +80,10 @@ def test_a_malformed_host_rate_refuses_to_start(tmp_path):
     result = _django_check(env)
     assert result.returncode != 0
     assert "ImproperlyConfigured: HOST_RATE_PER_MINUTE='free=60,pro:600': 'pro:600' is not" in result.stderr
+
+
+def test_an_unknown_broker_scheme_stops_the_start_up_naming_the_variable(tmp_path):
+    env = {**os.environ, "CELERY_BROKER_URL": "kafka://127.0.0.1:9092", "VAR_DIR": str(tmp_path)}
+    result = _django_check(env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: CELERY_BROKER_URL: unsupported Celery broker URL scheme 'kafka'" in result.stderr
