@@ -10,6 +10,7 @@ from apps.badges.api import BadgeViewSet
 from apps.executions.api import DeadLetterViewSet, ExecutionViewSet
 from apps.executions.stats_api import StatsView
 from apps.jobs.api import JobViewSet, SchedulePreviewViewSet
+from apps.monitors.api import MonitorViewSet
 from apps.notifications.api import (ChannelViewSet, EventSubscriptionViewSet, JobRuleView, NotificationViewSet,
                                     ProjectRuleView)
 from apps.projects.api import ProjectViewSet
@@ -27,6 +28,7 @@ router.register("members", MemberViewSet, basename="member")
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
 router.register("organization/exports", DataExportViewSet, basename="organization-export")
 router.register("badges", BadgeViewSet, basename="badge-api")
+router.register("monitors", MonitorViewSet, basename="monitor")
 
 router.register("channels", ChannelViewSet, basename="channel")
 router.register("notifications", NotificationViewSet, basename="notification")

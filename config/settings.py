@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "apps.web",
     "apps.badges",
     "apps.notifications",
+    "apps.monitors",
 ]
 
 MIDDLEWARE = [

@@ -21,6 +21,9 @@ urlpatterns = [
     path("metrics", ops.metrics, name="metrics"),
     # Public status images for READMEs: the unguessable token is the only credential.
     re_path(r"^badge/(?P<token>[A-Za-z0-9_-]{1,64})\.svg$", badge_image, name="badge"),
+    # Heartbeat monitors: /ping/<id>[/start|/fail|/<exit code>] and /badge/monitor/<token>.svg.
+    path("", include("apps.monitors.urls")),
+    path("monitors/", include("apps.monitors.web_urls")),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/", include("config.api_urls")),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

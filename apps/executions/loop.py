@@ -13,6 +13,7 @@ from django.db.utils import DatabaseError, InterfaceError, OperationalError
 from django.utils import timezone
 
 from apps.jobs.models import Job
+from apps.monitors.clock import check_monitors
 from apps.observability import metrics
 from apps.observability.heartbeats import Beat
 
@@ -73,6 +74,7 @@ class SchedulerLoop:
         if result.claimed:
             self._log_tick(result, published)
         self._publish_due_retries(now)
+        check_monitors(now)  # heartbeat monitors past their grace go late/down (decided once)
         self._maybe_sweep()
         return result.claimed >= self.batch_size
 

@@ -1,0 +1,143 @@
+"""Recording a ping: the hot path of the ping URLs, two SQL statements.
+
+1. One SELECT reads the monitor by its ping id with what the checks need: its schedule,
+   its organization's state and plan limits, and the pings metered this month.
+2. One statement (a CTE) locks the monitor row, moves its state, stores the ping (with the
+   duration since its start ping), and counts it in the month's usage.
+
+The state is decided in SQL from the locked row, so a ping racing the scheduler's down
+decision (apps.monitors.clock) waits for it and then sees ``down``: the recovery is noticed
+exactly once. A state change that notifies is recorded in the same transaction.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from apps.accounts.models import Organization
+from apps.billing.models import Plan, UsageMonth
+
+from .models import BODY_LIMIT, Monitor, Ping
+from .schedule import deadline, next_expected
+
+Target = namedtuple("Target", ["id", "organization_id", "state", "schedule_type", "cron_expression",
+                               "interval_seconds", "timezone", "grace_seconds", "suspended", "per_minute",
+                               "per_month", "quota", "month_pings"])
+
+M, P, O, PL, U = (Monitor._meta.db_table, Ping._meta.db_table, Organization._meta.db_table, Plan._meta.db_table,
+                  UsageMonth._meta.db_table)
+
+FIND_SQL = (
+    f"SELECT m.id, m.organization_id, m.state, m.schedule_type, m.cron_expression, m.interval_seconds, "
+    f"m.timezone, m.grace_seconds, o.suspended, p.monitor_pings_per_minute, p.monitor_pings_per_month, "
+    f"p.monthly_executions, COALESCE(u.pings, 0) "
+    f"FROM {M} m JOIN {O} o ON o.id = m.organization_id JOIN {PL} p ON p.id = o.plan_id "
+    f"LEFT JOIN {U} u ON u.organization_id = m.organization_id AND u.month = %s "
+    f"WHERE m.ping_id = %s"
+)
+
+_NEW_STATE = ("CASE %(kind)s WHEN 'success' THEN 'up' WHEN 'fail' THEN 'down' ELSE old.state END")
+RECORD_SQL = f"""
+WITH old AS (
+    SELECT id, state, last_start_at FROM {M} WHERE id = %(id)s FOR UPDATE
+), started AS (
+    SELECT CASE WHEN %(rid)s = '' THEN (SELECT last_start_at FROM old)
+                ELSE (SELECT s.created_at FROM {P} s WHERE s.monitor_id = %(id)s AND s.kind = 'start'
+                      AND s.rid = %(rid)s ORDER BY s.id DESC LIMIT 1) END AS at
+), dur AS (
+    SELECT CASE WHEN %(kind)s <> 'start' AND at IS NOT NULL AND at <= %(now)s
+                THEN (EXTRACT(EPOCH FROM (%(now)s - at)) * 1000)::bigint END AS ms FROM started
+), upd AS (
+    UPDATE {M} m SET
+        state = {_NEW_STATE},
+        state_changed_at = CASE WHEN {_NEW_STATE} <> old.state THEN %(now)s ELSE m.state_changed_at END,
+        last_ping_at = %(now)s,
+        last_ping_kind = %(kind)s,
+        last_start_at = CASE WHEN %(kind)s = 'start' THEN %(now)s END,
+        last_duration_ms = CASE WHEN %(kind)s = 'start' THEN m.last_duration_ms ELSE (SELECT ms FROM dur) END,
+        next_expected_at = CASE %(kind)s WHEN 'success' THEN %(expected)s WHEN 'fail' THEN NULL
+                                ELSE m.next_expected_at END,
+        deadline_at = CASE %(kind)s WHEN 'success' THEN %(deadline)s WHEN 'fail' THEN NULL ELSE m.deadline_at END,
+        updated_at = %(now)s
+    FROM old WHERE m.id = old.id
+    RETURNING m.id
+), ins AS (
+    INSERT INTO {P} (monitor_id, kind, exit_code, rid, duration_ms, method, remote_addr, user_agent, body, created_at)
+    SELECT old.id, %(kind)s, %(exit_code)s, %(rid)s, (SELECT ms FROM dur), %(method)s, %(remote_addr)s,
+           %(user_agent)s, %(body)s, %(now)s FROM old
+), usage AS (
+    INSERT INTO {U} AS u (organization_id, month, runs, pings, quota, updated_at)
+    SELECT %(org)s, %(month)s, 0, 1, %(quota)s, %(now)s FROM old
+    ON CONFLICT (organization_id, month) DO UPDATE SET pings = u.pings + 1
+)
+SELECT old.state, (SELECT ms FROM dur), (SELECT count(*) FROM upd) FROM old
+"""
+
+
+@dataclass(frozen=True)
+class PingInput:
+    kind: str  # success | start | fail
+    exit_code: int | None = None
+    rid: str = ""
+    method: str = "GET"
+    remote_addr: str = ""
+    user_agent: str = ""
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class PingResult:
+    old_state: str
+    new_state: str
+    duration_ms: int | None
+
+
+def month_of(now):
+    return now.date().replace(day=1)
+
+
+def find(ping_id, now):
+    """The Target of a ping id, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(FIND_SQL, [month_of(now), ping_id])
+        row = cursor.fetchone()
+    return Target(*row) if row else None
+
+
+def new_state(kind, old_state):
+    return {"success": Monitor.State.UP, "fail": Monitor.State.DOWN}.get(kind, old_state)
+
+
+def record(target, ping, now):
+    """Store ``ping`` for ``target`` at ``now`` (UTC); returns the PingResult (None when the
+    monitor was deleted meanwhile). Notifies a state change that calls for it."""
+    expected = None
+    if ping.kind == Ping.Kind.SUCCESS:
+        expected = next_expected(target.schedule_type, target.cron_expression, target.interval_seconds,
+                                 target.timezone, now)
+    params = {
+        "id": target.id, "org": target.organization_id, "month": month_of(now), "quota": target.quota,
+        "kind": ping.kind, "exit_code": ping.exit_code, "rid": ping.rid, "method": ping.method,
+        "remote_addr": ping.remote_addr[:64], "user_agent": ping.user_agent[:200], "body": ping.body,
+        "now": now, "expected": expected, "deadline": deadline(expected, target.grace_seconds),
+    }
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(RECORD_SQL, params)
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        result = PingResult(old_state=row[0], new_state=new_state(ping.kind, row[0]), duration_ms=row[1])
+        if result.new_state != result.old_state:
+            from .alerts import state_changed
+
+            state_changed(target.id, result.old_state, result.new_state, now)
+    return result
+
+
+def decode_body(raw: bytes) -> str:
+    """The first BODY_LIMIT bytes as text (invalid UTF-8 replaced; NUL is not storable)."""
+    return raw[:BODY_LIMIT].decode("utf-8", errors="replace").replace("\x00", "\ufffd")

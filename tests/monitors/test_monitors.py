@@ -1,0 +1,148 @@
+"""Heartbeat monitors on PostgreSQL: pings in every form, the state machine with exact
+datetimes (apps.monitors.clock), notifications once per change, plan limits, API tenancy."""
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+
+from apps.monitors import clock, pings
+from apps.monitors.models import BODY_LIMIT, Monitor, Ping
+from apps.monitors.services import create_monitor
+from apps.notifications.models import Channel, Notification
+from tests.conftest import utc
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def monitor(tenant):
+    return create_monitor(project=tenant.project, name="backup", schedule_type="interval", interval_seconds=3600,
+                          grace_seconds=600)
+
+
+@pytest.fixture
+def channel(tenant):
+    return Channel.objects.create(organization=tenant.organization, project=tenant.project, kind="email",
+                                  name="ops", config={"to": ["ops@example.com"]})
+
+
+def ping_at(monitor, kind, now, **fields):
+    target = pings.find(monitor.ping_id, now)
+    return pings.record(target, pings.PingInput(kind=kind, **fields), now)
+
+
+def test_success_ping_sets_up_and_deadlines(monitor):
+    now = utc(2026, 12, 3, 10, 0)
+    result = ping_at(monitor, "success", now)
+    monitor.refresh_from_db()
+    assert (result.old_state, result.new_state) == ("new", "up")
+    assert monitor.next_expected_at == utc(2026, 12, 3, 11, 0)
+    assert monitor.deadline_at == utc(2026, 12, 3, 11, 10)
+
+
+def test_late_then_down_once_with_one_notification_and_recovery(monitor, channel):
+    ping_at(monitor, "success", utc(2026, 12, 3, 10, 0))
+    assert clock.check_monitors(utc(2026, 12, 3, 10, 59, 59)) == (0, 0)
+    assert clock.check_monitors(utc(2026, 12, 3, 11, 0)) == (1, 0)
+    assert Monitor.objects.get(pk=monitor.pk).state == "late"
+    assert clock.check_monitors(utc(2026, 12, 3, 11, 10)) == (0, 1)
+    assert clock.check_monitors(utc(2026, 12, 3, 11, 20)) == (0, 0)
+    assert Monitor.objects.get(pk=monitor.pk).state == "down"
+    assert list(Notification.objects.values_list("event", flat=True)) == ["failure"]
+    result = ping_at(monitor, "success", utc(2026, 12, 3, 11, 30))
+    assert (result.old_state, result.new_state) == ("down", "up")
+    assert sorted(Notification.objects.values_list("event", flat=True)) == ["failure", "recovery"]
+
+
+def test_fail_ping_goes_down_and_notifies(monitor, channel):
+    ping_at(monitor, "success", utc(2026, 12, 3, 10, 0))
+    ping_at(monitor, "fail", utc(2026, 12, 3, 10, 5), exit_code=3)
+    monitor.refresh_from_db()
+    assert monitor.state == "down" and monitor.deadline_at is None
+    assert Notification.objects.filter(event="failure").count() == 1
+
+
+def test_rid_pairs_start_and_end(monitor):
+    ping_at(monitor, "start", utc(2026, 12, 3, 10, 0), rid="a")
+    ping_at(monitor, "start", utc(2026, 12, 3, 10, 1), rid="b")
+    result = ping_at(monitor, "success", utc(2026, 12, 3, 10, 0, 42), rid="a")
+    assert result.duration_ms == 42_000
+    result = ping_at(monitor, "success", utc(2026, 12, 3, 10, 2), rid="b")
+    assert result.duration_ms == 60_000
+
+
+def test_paused_monitor_is_never_down(monitor):
+    from apps.monitors.services import pause_monitor
+
+    ping_at(monitor, "success", utc(2026, 12, 3, 10, 0))
+    pause_monitor(monitor)
+    assert clock.check_monitors(utc(2026, 12, 4)) == (0, 0)
+
+
+@pytest.mark.parametrize("suffix, kind, code", [("", "success", None), ("/start", "start", None),
+                                                ("/fail", "fail", None), ("/0", "success", 0), ("/7", "fail", 7)])
+@pytest.mark.parametrize("method", ["get", "post", "head"])
+def test_ping_urls(monitor, suffix, kind, code, method):
+    response = getattr(Client(enforce_csrf_checks=True), method)(f"/ping/{monitor.ping_id}{suffix}")
+    assert response.status_code == 200
+    ping = Ping.objects.get(monitor=monitor)
+    assert (ping.kind, ping.exit_code, ping.method) == (kind, code, method.upper())
+
+
+def test_body_is_capped(monitor):
+    body = b"x" * (BODY_LIMIT + 500)
+    response = Client().post(f"/ping/{monitor.ping_id}", data=body, content_type="text/plain")
+    assert response.status_code == 200 and response.content == b"OK"
+    assert len(Ping.objects.get(monitor=monitor).body) == BODY_LIMIT
+
+
+def test_unknown_ping_id_and_exit_code(monitor):
+    assert Client().get("/ping/nope").json()["error"]["code"] == "not_found"
+    assert Client().get(f"/ping/{monitor.ping_id}/256").status_code == 404
+
+
+def test_pings_are_metered_and_limited(monitor, tenant):
+    from apps.billing.models import UsageMonth
+
+    plan = tenant.organization.plan
+    plan.monitor_pings_per_month = 2
+    plan.save()
+    assert Client().get(f"/ping/{monitor.ping_id}").status_code == 200
+    assert Client().get(f"/ping/{monitor.ping_id}").status_code == 200
+    response = Client().get(f"/ping/{monitor.ping_id}")
+    assert response.status_code == 429 and response.json()["error"]["code"] == "ping_quota_exceeded"
+    assert UsageMonth.objects.get(organization=tenant.organization).pings == 2
+
+
+def test_max_monitors_answers_402(api, tenant):
+    plan = tenant.organization.plan
+    plan.max_monitors = 1
+    plan.save()
+    body = {"name": "a", "schedule": {"type": "interval", "seconds": 60}, "grace_seconds": 30}
+    assert api.post("/api/v1/monitors/", body, format="json").status_code == 201
+    response = api.post("/api/v1/monitors/", body, format="json")
+    assert response.status_code == 402
+    assert response.json()["error"]["code"] == "plan_limit" and response.json()["error"]["limit"] == "max_monitors"
+
+
+def test_api_crud_and_tenancy(api, other_api, monitor):
+    listed = api.get("/api/v1/monitors/").json()
+    assert [m["id"] for m in listed["results"]] == [str(monitor.id)]
+    url = f"/api/v1/monitors/{monitor.id}/"
+    for call in (other_api.get(url), other_api.patch(url, {"name": "x"}, format="json"), other_api.delete(url),
+                 other_api.post(url + "pause/"), other_api.get(url + "pings/")):
+        assert call.status_code == 404
+    assert other_api.get("/api/v1/monitors/").json()["results"] == []
+    assert api.post(url + "pause/").json()["state"] == "paused"
+    assert api.post(url + "resume/").json()["state"] == "new"
+    assert api.patch(url, {"schedule": {"type": "cron", "expression": "0 3 * * *"}}, format="json").status_code == 200
+    assert api.get(url + "pings/").json()["results"] == []
+    assert api.post(url + "badge/").status_code == 201
+    assert api.delete(url).status_code == 204
+
+
+def test_once_schedule_refused(api):
+    response = api.post("/api/v1/monitors/", {"name": "a", "schedule": {"type": "once", "at": "2027-01-01T00:00:00Z"}},
+                        format="json")
+    assert response.status_code == 400
