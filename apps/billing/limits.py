@@ -39,6 +39,16 @@ def check_job_count(plan, count, adding=1):
         )
 
 
+def check_monitor_count(plan, count, adding=1):
+    """``count`` heartbeat monitors exist; may ``adding`` more be made?"""
+    if count + adding > plan.max_monitors:
+        raise PlanLimit(
+            limit="max_monitors", field=None, plan=cheapest_plan(lambda p: p.max_monitors >= count + adding),
+            message=f"Your plan ({plan.name}) allows {plan.max_monitors} monitors and you have {count}; "
+                    "delete some or upgrade the plan.",
+        )
+
+
 def check_timeout(plan, timeout_seconds):
     if timeout_seconds > plan.max_timeout_seconds:
         raise PlanLimit(
