@@ -15,7 +15,7 @@ $(BIN)/.base-installed: requirements/base.txt
 	$(BIN)/python -m pip install --quiet -r requirements/base.txt
 	touch $@
 
-$(BIN)/.dev-installed: $(BIN)/.base-installed requirements/dev.txt
+$(BIN)/.dev-installed: $(BIN)/.base-installed requirements/dev.txt client/pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements/dev.txt
 	touch $@
 

@@ -1,0 +1,131 @@
+"""Typed views of the API's resources.
+
+Each model has the fields a script most often reads, typed (timestamps as aware datetimes),
+and ``raw``: the whole object as the API sent it, fields added later included. The command's
+JSON output prints ``raw``, so nothing is lost in translation.
+"""
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+def parse_datetime(value):
+    """The API's ISO 8601 instants ("...Z" or with an offset) as aware datetimes."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+class Model:
+    @classmethod
+    def from_api(cls, data):
+        hints = typing.get_type_hints(cls)
+        values = {}
+        for item in dataclasses.fields(cls):
+            if item.name == "raw" or item.name not in data:
+                continue
+            value = data[item.name]
+            values[item.name] = parse_datetime(value) if datetime in typing.get_args(hints[item.name]) else value
+        return cls(**values, raw=dict(data))
+
+
+@dataclass
+class Project(Model):
+    id: str
+    name: str = ""
+    slug: str = ""
+    timezone: str = "UTC"
+    job_count: int | None = None
+    created_at: datetime | None = None
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class Job(Model):
+    id: str
+    project: str | None = None
+    name: str = ""
+    description: str = ""
+    tags: list = field(default_factory=list)
+    enabled: bool = True
+    schedule: dict = field(default_factory=dict)
+    request: dict = field(default_factory=dict)
+    next_run_at: datetime | None = None
+    last_run_at: datetime | None = None
+    last_status: str | None = None
+    consecutive_failures: int = 0
+    paused_reason: str | None = None
+    disabled_reason: str | None = None
+    description_human: str = ""
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class Execution(Model):
+    id: str
+    job: str | None = None
+    scheduled_for: datetime | None = None
+    trigger: str = ""
+    status: str = ""
+    skip_reason: str | None = None
+    attempt: int = 0
+    replay_of: str | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    duration_ms: int | None = None
+    response: dict | None = None
+    error: dict | None = None
+    attempts: list | None = None  # only on `get_execution` (the detail view)
+    raw: dict = field(default_factory=dict, repr=False)
+
+    FINAL_STATUSES = frozenset({"succeeded", "failed", "timed_out", "skipped", "dead"})
+
+    @property
+    def finished(self):
+        return self.status in self.FINAL_STATUSES
+
+
+@dataclass
+class Monitor(Model):
+    id: str
+    project: str | None = None
+    name: str = ""
+    schedule: dict = field(default_factory=dict)
+    schedule_description: str = ""
+    grace_seconds: int = 0
+    state: str = ""
+    ping_url: str = ""
+    last_ping_at: datetime | None = None
+    next_expected_at: datetime | None = None
+    created_at: datetime | None = None
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class Ping(Model):
+    id: str | int
+    kind: str = ""
+    exit_code: int | None = None
+    duration_ms: int | None = None
+    created_at: datetime | None = None
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class NextRuns(Model):
+    runs: list = field(default_factory=list)  # [{"at": UTC ISO, "local": in the schedule's zone}]
+    description: str = ""
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class CrontabImport(Model):
+    dry_run: bool = True
+    jobs: list = field(default_factory=list)  # [{"line", "id" (None on a dry run), "name", ...}]
+    errors: list = field(default_factory=list)  # [{"line", "text", "code", "reason"}]
+    raw: dict = field(default_factory=dict, repr=False)
