@@ -22,9 +22,9 @@ class Plan(models.Model):
     api_requests_per_minute = models.PositiveIntegerField(default=60)
     auto_disable_after_failures = models.PositiveIntegerField(default=25)
     # Heartbeat monitors (apps.monitors): how many, and how many pings they may receive.
-    max_monitors = models.PositiveIntegerField(default=5)
-    monitor_pings_per_minute = models.PositiveIntegerField(default=60)
-    monitor_pings_per_month = models.PositiveBigIntegerField(default=50_000)
+    max_monitors = models.PositiveIntegerField(default=5, db_default=5)
+    monitor_pings_per_minute = models.PositiveIntegerField(default=60, db_default=60)
+    monitor_pings_per_month = models.PositiveBigIntegerField(default=50_000, db_default=50_000)
     queue = models.CharField(max_length=60, help_text="Celery queue for this plan's runs.")
     monthly_price_cents = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -45,7 +45,7 @@ class UsageMonth(models.Model):
     month = models.DateField(help_text="First day of the month (UTC).")
     runs = models.PositiveBigIntegerField(default=0)
     # Heartbeat pings received (apps.monitors.pings), upserted by the ping's own statement.
-    pings = models.PositiveBigIntegerField(default=0)
+    pings = models.PositiveBigIntegerField(default=0, db_default=0)
     # The plan's quota at the last increment: lets the increment itself tell whether a
     # warning threshold was crossed.
     quota = models.PositiveBigIntegerField(default=0)

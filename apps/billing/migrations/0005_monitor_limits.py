@@ -28,22 +28,22 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='plan',
             name='max_monitors',
-            field=models.PositiveIntegerField(default=5),
+            field=models.PositiveIntegerField(default=5, db_default=5),
         ),
         migrations.AddField(
             model_name='plan',
             name='monitor_pings_per_minute',
-            field=models.PositiveIntegerField(default=60),
+            field=models.PositiveIntegerField(default=60, db_default=60),
         ),
         migrations.AddField(
             model_name='plan',
             name='monitor_pings_per_month',
-            field=models.PositiveBigIntegerField(default=50000),
+            field=models.PositiveBigIntegerField(default=50000, db_default=50000),
         ),
         migrations.AddField(
             model_name='usagemonth',
             name='pings',
-            field=models.PositiveBigIntegerField(default=0),
+            field=models.PositiveBigIntegerField(default=0, db_default=0),
         ),
         migrations.RunPython(seed_limits, migrations.RunPython.noop),
     ]
