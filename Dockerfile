@@ -12,6 +12,11 @@ RUN /opt/venv/bin/pip install --requirement /tmp/requirements/base.txt
 
 # --- runtime: the virtualenv, the code and the collected static files; a non-root user ---
 FROM python:3.11-slim-bookworm
+# Script jobs run under bubblewrap with a seccomp filter (cronsvc/sandbox/): without them a
+# worker refuses script jobs rather than running them unsandboxed.
+RUN apt-get update \
+ && apt-get install --yes --no-install-recommends bubblewrap libseccomp2 \
+ && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 cronsvc \
  && useradd --system --uid 10001 --gid cronsvc --home-dir /app --no-create-home --shell /usr/sbin/nologin cronsvc
 COPY --from=build /opt/venv /opt/venv

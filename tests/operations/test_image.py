@@ -31,7 +31,9 @@ PROCESS_TYPES = [line.partition(":")[0] for line in (ROOT / "Procfile").read_tex
 
 def dockerfile_stages():
     stages = []
-    for line in (ROOT / "Dockerfile").read_text().splitlines():
+    # An instruction continued over several lines (a trailing backslash) is one line here.
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    for line in text.splitlines():
         word, _, rest = line.partition(" ")
         if word == "FROM":
             stages.append([])
@@ -51,6 +53,13 @@ def test_the_dockerfile_builds_in_two_stages_and_runs_as_a_non_root_user():
     assert any(word == "RUN" and "collectstatic" in rest for word, rest in runtime)
     assert dict(runtime)["ENTRYPOINT"] == '["/app/deploy/entrypoint.sh"]'
     assert dict(runtime)["CMD"] == '["web"]'
+
+
+def test_the_runtime_image_has_the_script_sandbox_tools():
+    # Without bubblewrap and libseccomp a worker refuses script jobs (cronsvc/sandbox/).
+    _, runtime = dockerfile_stages()
+    installs = " ".join(rest for word, rest in runtime if word == "RUN" and "apt-get install" in rest)
+    assert "bubblewrap" in installs.split() and "libseccomp2" in installs.split()
 
 
 def test_the_dockerignore_keeps_local_state_and_secrets_out_of_the_image():
