@@ -6,7 +6,7 @@ import sys
 import click
 
 from . import __version__
-from .client import Client
+from .client import MAX_PAGE_SIZE, Client
 from .config import config_path, write_config
 from .errors import EXIT_API_ERROR, EXIT_OK, EXIT_USAGE, ApiError, CronsvcError
 from .output import emit_line, emit_list, emit_one, output_option, stream_header, table, to_json
@@ -67,9 +67,17 @@ def with_client(function):
     return wrapper
 
 
-def limit_option(default):
-    return click.option("--limit", type=click.IntRange(min=0), default=default, show_default=True,
-                        help="At most this many (0: all; pages are fetched as needed).")
+def list_options(default_limit):
+    """--limit and --page-size for a list command (pages are fetched as needed)."""
+
+    def decorate(command):
+        command = click.option("--page-size", type=click.IntRange(1, MAX_PAGE_SIZE), default=None,
+                               help=f"Items per request (1-{MAX_PAGE_SIZE}; default: the limit's worth, "
+                                    "else the API's 50).")(command)
+        return click.option("--limit", type=click.IntRange(min=0), default=default_limit, show_default=True,
+                            help="At most this many (0: all).")(command)
+
+    return decorate
 
 
 def read_json_file(path):
@@ -125,12 +133,12 @@ def projects():
 
 
 @projects.command("list")
-@limit_option(0)
+@list_options(0)
 @output_option
 @with_client
-def projects_list(client, limit, output):
+def projects_list(client, limit, page_size, output):
     """List projects."""
-    emit_list(list(client.list_projects(limit=limit or None)), output, PROJECT_COLUMNS)
+    emit_list(list(client.list_projects(limit=limit or None, page_size=page_size)), output, PROJECT_COLUMNS)
 
 
 @projects.command("show")
@@ -155,13 +163,13 @@ def jobs():
 @click.option("--tag", help="Only jobs with this tag.")
 @click.option("--search", help="Part of a name or a tag.")
 @click.option("--health", type=click.Choice(["healthy", "failing", "paused", "disabled", "expired"]))
-@limit_option(0)
+@list_options(0)
 @output_option
 @with_client
-def jobs_list(client, project, enabled, tag, search, health, limit, output):
+def jobs_list(client, project, enabled, tag, search, health, limit, page_size, output):
     """List jobs (every page unless --limit)."""
-    found = client.list_jobs(limit=limit or None, project=project, enabled=enabled, tag=tag, search=search,
-                             health=health)
+    found = client.list_jobs(limit=limit or None, page_size=page_size, project=project, enabled=enabled, tag=tag,
+                             search=search, health=health)
     emit_list(list(found), output, JOB_COLUMNS)
 
 
@@ -413,13 +421,14 @@ def execution_filters(command):
 @click.option("--trigger", type=click.Choice(["schedule", "manual", "retry", "replay", "dependency"]))
 @click.option("--since", help="Scheduled at or after this instant (ISO 8601).")
 @click.option("--until", help="Scheduled at or before this instant (ISO 8601).")
-@limit_option(50)
+@list_options(50)
 @output_option
 @with_client
-def executions_list(client, job, project, status, trigger, since, until, limit, output):
+def executions_list(client, job, project, status, trigger, since, until, limit, page_size, output):
     """List runs, newest first."""
-    found = client.list_executions(limit=limit or None, job=job, project=project, status=status, trigger=trigger,
-                                   scheduled_for_after=since, scheduled_for_before=until)
+    found = client.list_executions(limit=limit or None, page_size=page_size, job=job, project=project,
+                                   status=status, trigger=trigger, scheduled_for_after=since,
+                                   scheduled_for_before=until)
     emit_list(list(found), output, EXECUTION_COLUMNS)
 
 
@@ -463,12 +472,13 @@ def monitors():
 @monitors.command("list")
 @click.option("--project", help="Only this project's monitors.")
 @click.option("--state", type=click.Choice(["new", "up", "late", "down", "paused"]))
-@limit_option(0)
+@list_options(0)
 @output_option
 @with_client
-def monitors_list(client, project, state, limit, output):
+def monitors_list(client, project, state, limit, page_size, output):
     """List monitors."""
-    emit_list(list(client.list_monitors(limit=limit or None, project=project, state=state)), output, MONITOR_COLUMNS)
+    found = client.list_monitors(limit=limit or None, page_size=page_size, project=project, state=state)
+    emit_list(list(found), output, MONITOR_COLUMNS)
 
 
 @monitors.command("show")
@@ -569,12 +579,12 @@ def monitors_delete(client, monitor_id, yes):
 
 @monitors.command("pings")
 @click.argument("monitor_id")
-@limit_option(50)
+@list_options(50)
 @output_option
 @with_client
-def monitors_pings(client, monitor_id, limit, output):
+def monitors_pings(client, monitor_id, limit, page_size, output):
     """A monitor's pings, newest first."""
-    emit_list(list(client.list_pings(monitor_id, limit=limit or None)), output, PING_COLUMNS)
+    emit_list(list(client.list_pings(monitor_id, limit=limit or None, page_size=page_size)), output, PING_COLUMNS)
 
 
 # -- entry point ----------------------------------------------------------------------

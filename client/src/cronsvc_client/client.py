@@ -54,13 +54,16 @@ class Client:
             raise NetworkError(f"{url} answered {response.status_code} with something that is not JSON; "
                                "is CRONSVC_URL the cronsvc server?") from None
 
-    def paginate(self, path, params=None, *, limit=None):
+    def paginate(self, path, params=None, *, limit=None, page_size=None):
         """Every item of a list, page after page, for both page-number and cursor lists: the
         query of the answer's ``next`` link is sent to the same path (so a proxy that rewrites
-        the host or scheme does not matter). ``limit`` stops early and sizes the pages."""
+        the host or scheme does not matter). ``limit`` stops early; ``page_size`` (at most
+        MAX_PAGE_SIZE) sets how many items each request asks for, by default the limit's
+        worth or the API's default."""
         params = _query(params)
-        if limit and "page_size" not in params:
-            params["page_size"] = min(limit, MAX_PAGE_SIZE)
+        page_size = page_size or (min(limit, MAX_PAGE_SIZE) if limit else None)
+        if page_size:
+            params["page_size"] = page_size
         count = 0
         while True:
             page = self.request("GET", path, params=params)
@@ -71,21 +74,26 @@ class Client:
                     return
             if not page.get("next"):
                 return
+            # The next link carries the filters, the page size and the page or cursor.
             params = dict(parse_qsl(urlsplit(page["next"]).query, keep_blank_values=True))
+
+    def _list(self, model, path, filters=None, *, limit=None, page_size=None):
+        """The items of a list as ``model`` objects, fetched as the caller iterates."""
+        return (model.from_api(item) for item in self.paginate(path, filters, limit=limit, page_size=page_size))
 
     # -- projects ---------------------------------------------------------------------
 
-    def list_projects(self, *, limit=None, **filters):
-        return (Project.from_api(item) for item in self.paginate("projects/", filters, limit=limit))
+    def list_projects(self, *, limit=None, page_size=None, **filters):
+        return self._list(Project, "projects/", filters, limit=limit, page_size=page_size)
 
     def get_project(self, project_id):
         return Project.from_api(self.request("GET", f"projects/{project_id}/"))
 
     # -- jobs -------------------------------------------------------------------------
 
-    def list_jobs(self, *, limit=None, **filters):
+    def list_jobs(self, *, limit=None, page_size=None, **filters):
         """Filters as the API names them: project, enabled, tag, search, health, ordering, ..."""
-        return (Job.from_api(item) for item in self.paginate("jobs/", filters, limit=limit))
+        return self._list(Job, "jobs/", filters, limit=limit, page_size=page_size)
 
     def get_job(self, job_id):
         return Job.from_api(self.request("GET", f"jobs/{job_id}/"))
@@ -125,10 +133,10 @@ class Client:
 
     # -- executions -------------------------------------------------------------------
 
-    def list_executions(self, *, limit=None, **filters):
+    def list_executions(self, *, limit=None, page_size=None, **filters):
         """Newest first. Filters: job, project, status, trigger, scheduled_for_after,
         scheduled_for_before (ISO 8601)."""
-        return (Execution.from_api(item) for item in self.paginate("executions/", filters, limit=limit))
+        return self._list(Execution, "executions/", filters, limit=limit, page_size=page_size)
 
     def get_execution(self, execution_id):
         """One execution with its attempts."""
@@ -147,8 +155,8 @@ class Client:
 
     # -- monitors ---------------------------------------------------------------------
 
-    def list_monitors(self, *, limit=None, **filters):
-        return (Monitor.from_api(item) for item in self.paginate("monitors/", filters, limit=limit))
+    def list_monitors(self, *, limit=None, page_size=None, **filters):
+        return self._list(Monitor, "monitors/", filters, limit=limit, page_size=page_size)
 
     def get_monitor(self, monitor_id):
         return Monitor.from_api(self.request("GET", f"monitors/{monitor_id}/"))
@@ -168,8 +176,8 @@ class Client:
     def delete_monitor(self, monitor_id):
         self.request("DELETE", f"monitors/{monitor_id}/")
 
-    def list_pings(self, monitor_id, *, limit=None):
-        return (Ping.from_api(item) for item in self.paginate(f"monitors/{monitor_id}/pings/", limit=limit))
+    def list_pings(self, monitor_id, *, limit=None, page_size=None):
+        return self._list(Ping, f"monitors/{monitor_id}/pings/", limit=limit, page_size=page_size)
 
 
 class Follower:
@@ -198,7 +206,7 @@ class Follower:
         horizon = self._horizon()
         runs = list(self.client.list_executions(
             scheduled_for_after=horizon.isoformat() if horizon else None,
-            limit=None if horizon else MAX_PAGE_SIZE, **self.filters))
+            limit=None if horizon else MAX_PAGE_SIZE, page_size=MAX_PAGE_SIZE, **self.filters))
         changed = [run for run in runs if self.shown.get(run.id, (None,))[0] != run.status]
         self._remember(runs)
         self._forget_before(horizon)

@@ -51,14 +51,21 @@ class Job(Model):
     tags: list = field(default_factory=list)
     enabled: bool = True
     schedule: dict = field(default_factory=dict)
+    start_at: datetime | None = None
+    end_at: datetime | None = None
     request: dict = field(default_factory=dict)
+    retry: dict = field(default_factory=dict)
+    region: str = ""
     next_run_at: datetime | None = None
     last_run_at: datetime | None = None
     last_status: str | None = None
     consecutive_failures: int = 0
     paused_reason: str | None = None
     disabled_reason: str | None = None
+    expired_at: datetime | None = None
     description_human: str = ""
+    dependencies: list = field(default_factory=list)  # upstream jobs: [{"job", "on"}]
+    dependents: list = field(default_factory=list)  # jobs that run after this one
     created_at: datetime | None = None
     updated_at: datetime | None = None
     raw: dict = field(default_factory=dict, repr=False)
@@ -80,6 +87,8 @@ class Execution(Model):
     duration_ms: int | None = None
     response: dict | None = None
     error: dict | None = None
+    workflow_run_id: str | None = None
+    upstream_executions: list = field(default_factory=list)
     attempts: list | None = None  # only on `get_execution` (the detail view)
     raw: dict = field(default_factory=dict, repr=False)
 
@@ -101,8 +110,13 @@ class Monitor(Model):
     state: str = ""
     ping_url: str = ""
     last_ping_at: datetime | None = None
+    last_ping_kind: str | None = None
+    last_duration_ms: int | None = None
     next_expected_at: datetime | None = None
+    deadline_at: datetime | None = None  # late until then, down after it
+    state_changed_at: datetime | None = None
     created_at: datetime | None = None
+    updated_at: datetime | None = None
     raw: dict = field(default_factory=dict, repr=False)
 
 
@@ -111,7 +125,10 @@ class Ping(Model):
     id: str | int
     kind: str = ""
     exit_code: int | None = None
+    rid: str = ""
     duration_ms: int | None = None
+    method: str = ""
+    body: str = ""
     created_at: datetime | None = None
     raw: dict = field(default_factory=dict, repr=False)
 
