@@ -21,6 +21,16 @@ class ScheduleError(ValueError):
             "in_the_past",
             "invalid_schedule",
             "crontab_too_large",
+            # execution windows and blackouts (window_parse.py)
+            "invalid_windows",
+            "invalid_weekday",
+            "invalid_window_time",
+            "window_end_before_start",
+            "overlapping_windows",
+            "too_many_windows",
+            "invalid_blackout",
+            "blackout_end_before_start",
+            "too_many_blackouts",
         }
     )
 
