@@ -386,6 +386,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.api.permissions.RolePermission"],
     "DEFAULT_THROTTLE_CLASSES": ["apps.accounts.api.throttling.PlanRateThrottle"],
     "DEFAULT_FILTER_BACKENDS": [
+# Single sign-on reaches identity providers through the same guard; a self-hosted provider
+# on a private network is admitted by its network here, without opening it to jobs.
+SSO_ALLOWED_NETWORKS = env_list("SSO_ALLOWED_NETWORKS", [])
         "apps.accounts.api.filters.FilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],

@@ -8,7 +8,7 @@ from apps.billing.models import Plan
 
 from . import services
 from .models import (ApiKey, AuditEvent, EncryptedTOTPDevice, ErasedOrganization, Membership, Organization,
-                     User)
+                     OrganizationSSO, User)
 
 
 @admin.register(User)
@@ -119,6 +119,39 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class OrganizationSSOForm(forms.ModelForm):
+    """The client secret is write-only: never shown, kept when the field is left empty."""
+
+    client_secret = forms.CharField(required=False, strip=False, widget=forms.PasswordInput(render_value=False),
+                                    help_text="Encrypted at rest. Leave empty to keep the current secret.")
+
+    class Meta:
+        model = OrganizationSSO
+        fields = ["organization", "enabled", "required", "issuer", "client_id", "client_secret", "allowed_domains",
+                  "default_role"]
+
+    def clean_client_secret(self):
+        secret = self.cleaned_data.get("client_secret") or (self.instance.client_secret if self.instance.pk else "")
+        if not secret:
+            raise forms.ValidationError("Give the client secret the provider showed.")
+        return secret
+
+
+@admin.register(OrganizationSSO)
+class OrganizationSSOAdmin(admin.ModelAdmin):
+    form = OrganizationSSOForm
+    list_display = ["organization", "issuer", "client_id", "allowed_domains", "default_role", "enabled", "required"]
+    list_filter = ["enabled", "required"]
+    search_fields = ["organization__name", "organization__slug", "issuer", "allowed_domains"]
+    list_select_related = ["organization"]
+    raw_id_fields = ["organization"]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        services.record_audit(obj.organization, "sso.configuration_saved", target=obj.organization,
+                              actor_user=request.user, data={"by_operator": True, "changed": form.changed_data})
 
 
 @admin.register(ErasedOrganization)

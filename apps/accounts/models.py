@@ -260,3 +260,48 @@ class EncryptedTOTPDevice(TimestampMixin, ThrottlingMixin, Device):
 
     class Meta(Device.Meta):
         verbose_name = "TOTP device"
+
+
+class OrganizationSSO(models.Model):
+    """Sign-in through the organization's OpenID Connect provider (apps.accounts.sso).
+
+    Anyone the provider vouches for with an e-mail address of ``allowed_domains`` may sign
+    in and is made a member with ``default_role``. With ``required``, members sign in only
+    this way; owners keep their password as the break-glass way in (docs/sso.md).
+    """
+
+    class DefaultRole(models.TextChoices):  # never owner: an identity provider cannot mint owners
+        ADMIN = "admin", "Admin"
+        DEVELOPER = "developer", "Developer"
+        VIEWER = "viewer", "Viewer"
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="sso")
+    enabled = models.BooleanField(default=True)
+    issuer = models.URLField("issuer URL", max_length=500,
+                             help_text="The provider's issuer, e.g. https://example.okta.com (its "
+                                       "/.well-known/openid-configuration is read from there).")
+    client_id = models.CharField(max_length=255)
+    client_secret = EncryptedTextField(help_text="Encrypted at rest.")
+    allowed_domains = models.CharField(max_length=500, help_text="E-mail domains allowed to sign in, "
+                                                                 "separated by commas, e.g. example.com, example.org.")
+    default_role = models.CharField(max_length=20, choices=DefaultRole.choices, default=DefaultRole.VIEWER,
+                                    help_text="The role of a person who joins by signing in.")
+    required = models.BooleanField(default=False, help_text="Members may not log in with a password "
+                                                            "(owners still may: the break-glass rule).")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = tenant_manager("organization")
+
+    class Meta:
+        verbose_name = "organization single sign-on"
+        verbose_name_plural = "organization single sign-on"
+
+    def __str__(self):
+        return f"SSO for {self.organization} ({self.issuer})"
+
+    @property
+    def domains(self):
+        from cronsvc.oidc import parse_domains
+
+        return parse_domains(self.allowed_domains)

@@ -6,7 +6,7 @@ from apps.billing import views as billing_views
 from apps.notifications import views as notification_views
 from apps.workflows import views as workflow_views
 
-from .views import auth, jobs, operations
+from .views import auth, jobs, operations, sso
 from .views import settings as settings_views
 
 app_name = "web"
@@ -21,6 +21,8 @@ urlpatterns = [
     path("password-reset/<uidb64>/<token>/", auth.password_reset_confirm, name="password_reset_confirm"),
     path("password-reset/done/", auth.password_reset_complete, name="password_reset_complete"),
     path("invitation/<uidb64>/<token>/", auth.accept_invitation, name="invitation"),
+    path("sso/", sso.sso_login, name="sso_login"),
+    path("sso/callback/", sso.sso_callback, name="sso_callback"),
     # jobs
     path("", jobs.dashboard, name="dashboard"),
     path("jobs/new/", jobs.job_create, name="job_create"),
@@ -56,6 +58,7 @@ urlpatterns = [
     path("settings/api-keys/new/", settings_views.api_key_create, name="api_key_create"),
     path("settings/api-keys/<uuid:pk>/revoke/", settings_views.api_key_revoke, name="api_key_revoke"),
     path("settings/plan/", settings_views.plan, name="plan"),
+    path("settings/sso/", sso.sso_settings, name="sso_settings"),
     path("settings/statements/<int:pk>/", billing_views.statement, name="statement"),
     path("organization/switch/", settings_views.switch_organization, name="switch_organization"),
     # notifications (apps.notifications)

@@ -16,7 +16,8 @@ from django.utils.http import urlsafe_base64_decode, urlsafe_base64_encode
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from apps.accounts import otp_views
+from apps.accounts import otp_views, sso
+from apps.accounts.api.audit import client_ip
 from apps.accounts.models import Membership, User
 from apps.accounts.services import record_audit
 from apps.billing.plans import DEFAULT_PLAN_CODE
@@ -61,9 +62,28 @@ class LoginView(auth_views.LoginView):
 
     def form_valid(self, form):
         user = form.get_user()
+        refused = sso_required_response(self, form, user)
+        if refused is not None:
+            return refused
         if otp_views.has_two_factor(user):  # the password was right; a code comes next
             return otp_views.start_second_step(self.request, user, self.get_redirect_url())
         return super().form_valid(form)
+
+
+def sso_required_response(view, form, user):
+    """The 403 of a password log-in that the member's organization forbids (single sign-on
+    required); an owner's password log-in there is the audited break-glass way in."""
+    organization = sso.password_login_refusal(user)
+    ip = client_ip(view.request)
+    if organization is None:
+        for owned in sso.break_glass_organizations(user):
+            record_audit(owned, "sso.break_glass_login", target=user, actor_user=user, ip=ip)
+        return None
+    record_audit(organization, "sso.password_login_refused", target=user, actor_user=user, ip=ip)
+    message = (f"{organization.name} requires single sign-on: use \"Sign in with SSO\" with your work "
+               "account. (code: sso_required)")
+    context = view.get_context_data(form=form, sso_required=message)
+    return view.render_to_response(context, status=403)
 
 
 class LogoutView(auth_views.LogoutView):

@@ -1,0 +1,198 @@
+"""Single sign-on through an organization's OpenID Connect provider.
+
+``begin`` sends the browser to the provider with a state, nonce and PKCE verifier kept in
+the session; ``complete`` takes the provider's answer, validates the ID token (cronsvc.oidc),
+checks the e-mail domain and returns the member, provisioned on first sign-in with the
+configuration's default role. ``password_login_refusal`` is the "SSO required" rule of the
+password log-in, with owners as the break-glass exception (docs/sso.md).
+"""
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from cronsvc import oidc
+from cronsvc.delivery.guard import AddressPolicy, parse_networks, parse_ports
+from cronsvc.delivery.transport import guarded_pool_manager
+
+from .models import Membership, Organization, OrganizationSSO, User
+from .services import record_audit
+
+PENDING = "sso_pending"  # session key: {state: {...}} of the sign-ins under way
+PENDING_TTL_SECONDS = 600
+MAX_PENDING = 5
+
+
+@dataclass(frozen=True)
+class SignIn:
+    user: User
+    membership: Membership
+    created_user: bool
+    created_membership: bool
+
+
+class SSOError(oidc.OIDCError):
+    """A refusal that knows its organization (when one was found), for the audit log."""
+
+    def __init__(self, code, message, organization=None):
+        super().__init__(code, message)
+        self.organization = organization
+
+
+def http():
+    """Outbound HTTP to identity providers, behind the outbound-address guard: the issuer URL
+    is customer input. SSO_ALLOWED_NETWORKS admits a self-hosted provider on a private network."""
+    return _http(settings.OUTBOUND_ALLOW_PRIVATE, tuple(settings.SSO_ALLOWED_NETWORKS), settings.OUTBOUND_ALLOWED_PORTS)
+
+
+@lru_cache(maxsize=4)
+def _http(allow_private, networks, ports):
+    policy = AddressPolicy(allow_private=allow_private, allowed_networks=parse_networks(",".join(networks)),
+                           allowed_ports=parse_ports(ports) if ports else None)
+    return guarded_pool_manager(policy, num_pools=20, maxsize=4)
+
+
+def redirect_uri(request):
+    from django.urls import reverse
+
+    return request.build_absolute_uri(reverse("web:sso_callback"))
+
+
+# --- which organization
+
+
+def find_configuration(identifier):
+    """The enabled configuration for an organization slug or an e-mail address (its domain)."""
+    identifier = (identifier or "").strip().lower()
+    if not identifier:
+        raise SSOError("sso_not_configured", "Give your work e-mail address or your organization's short name.")
+    configs = OrganizationSSO.objects.filter(enabled=True).select_related("organization")
+    if "@" not in identifier:
+        config = configs.filter(organization__slug=identifier).first()
+        if config is None:
+            raise SSOError("sso_not_configured", f"No organization {identifier!r} signs in with single sign-on.")
+        return config
+    domain = oidc.email_domain(identifier)
+    matches = [c for c in configs.filter(allowed_domains__icontains=domain) if domain in c.domains]
+    if not matches:
+        raise SSOError("sso_not_configured", f"No organization signs in with single sign-on for {domain}: "
+                       "log in with your password, or ask your administrator for your organization's short name.")
+    if len(matches) > 1:
+        raise SSOError("sso_ambiguous_domain", f"Several organizations use {domain}: give your organization's "
+                       "short name (its slug) instead of your e-mail address.")
+    return matches[0]
+
+
+# --- the two legs of the flow
+
+
+def begin(request, config, login_hint=""):
+    """The provider's authorization URL for ``config``; the state is kept in the session."""
+    metadata = _discover(config)
+    auth = oidc.authorization_request(metadata, client_id=config.client_id, redirect_uri=redirect_uri(request),
+                                      login_hint=login_hint if "@" in login_hint else "")
+    pending = {state: data for state, data in request.session.get(PENDING, {}).items()
+               if data["started"] > time.time() - PENDING_TTL_SECONDS}
+    while len(pending) >= MAX_PENDING:  # a few tabs at once; never an unbounded session
+        pending.pop(min(pending, key=lambda s: pending[s]["started"]))
+    pending[auth.state] = {"config": config.pk, "nonce": auth.nonce, "verifier": auth.code_verifier,
+                           "next": request.GET.get("next") or request.POST.get("next") or "",
+                           "started": time.time()}
+    request.session[PENDING] = pending
+    return auth.url
+
+
+def complete(request, *, now=None):
+    """The callback: the pending sign-in named by ``state``, the code exchanged, the ID token
+    validated, the domain checked, the member found or provisioned. Raises SSOError."""
+    params = request.GET
+    pending = request.session.get(PENDING, {})
+    data = pending.pop(params.get("state", ""), None)
+    request.session[PENDING] = pending
+    if data is None or data["started"] <= time.time() - PENDING_TTL_SECONDS:
+        raise SSOError("sso_state_mismatch", "This sign-in answer does not match a sign-in started in this "
+                       "browser (or it is older than 10 minutes): start again from the sign-in page.")
+    config = OrganizationSSO.objects.filter(pk=data["config"], enabled=True).select_related("organization").first()
+    if config is None:
+        raise SSOError("sso_not_configured", "Single sign-on was turned off for this organization meanwhile.")
+    organization = config.organization
+    try:
+        if params.get("error"):
+            raise oidc.OIDCError("sso_provider_denied", "The identity provider did not sign you in: "
+                                 f"{params.get('error_description') or params['error']}.")
+        if not params.get("code"):
+            raise oidc.OIDCError("sso_provider_error", "The identity provider sent no authorization code.")
+        claims = _validated_claims(request, config, params["code"], data, now=now)
+        email = oidc.verified_email(claims)
+        if oidc.email_domain(email) not in config.domains:
+            raise oidc.OIDCError("sso_domain_not_allowed", f"{email} may not sign in to {organization.name}: "
+                                 f"only addresses at {', '.join(config.domains)} may. Sign in at the provider "
+                                 "with your work account.")
+        if organization.suspended:
+            raise oidc.OIDCError("sso_organization_suspended", f"{organization.name} is suspended.")
+    except SSOError:
+        raise
+    except oidc.OIDCError as exc:
+        raise SSOError(exc.code, exc.message, organization) from exc
+    return provision(config, email, claims), data["next"]
+
+
+def _discover(config):
+    try:
+        return oidc.discover(http(), config.issuer)
+    except oidc.OIDCError as exc:
+        raise SSOError(exc.code, exc.message, config.organization) from exc
+
+
+def _validated_claims(request, config, code, data, *, now=None):
+    metadata = _discover(config)
+    id_token = oidc.exchange_code(http(), metadata, code=code, client_id=config.client_id,
+                                  client_secret=config.client_secret, redirect_uri=redirect_uri(request),
+                                  code_verifier=data["verifier"])
+    keys = oidc.fetch_keys(http(), metadata)
+    instant = int((now.timestamp() if now is not None else time.time()))
+    return oidc.validate_id_token(id_token, keys, issuer=config.issuer, client_id=config.client_id,
+                                  nonce=data["nonce"], now=instant)
+
+
+@transaction.atomic
+def provision(config, email, claims):
+    """The user with this e-mail (created without a password when new) as a member of the
+    configuration's organization (joined with the default role when not yet a member)."""
+    user = User.objects.filter(email__iexact=email).first()
+    created_user = user is None
+    if created_user:
+        user = User.objects.create_user(email=email, first_name=str(claims.get("given_name", ""))[:150],
+                                        last_name=str(claims.get("family_name", ""))[:150])
+    if not user.is_active:
+        raise SSOError("sso_user_inactive", f"The account {email} is deactivated.", config.organization)
+    membership, created_membership = Membership.objects.get_or_create(
+        user=user, organization=config.organization, defaults={"role": config.default_role})
+    if created_membership:
+        record_audit(config.organization, "sso.member_provisioned", target=user, actor_user=user,
+                     data={"email": email, "role": membership.role, "new_user": created_user})
+    return SignIn(user, membership, created_user, created_membership)
+
+
+# --- password log-ins under "SSO required"
+
+
+def password_login_refusal(user):
+    """The organization whose required SSO forbids ``user`` a password log-in, else None.
+
+    Break-glass: an owner of that organization may still log in with a password (and their
+    two-factor code), so a broken provider configuration never locks an organization out.
+    """
+    required = (Membership.objects.filter(user=user, organization__sso__required=True, organization__sso__enabled=True)
+                .select_related("organization").order_by("created_at"))
+    return next((m.organization for m in required if m.role != Membership.Role.OWNER), None)
+
+
+def break_glass_organizations(user):
+    """The organizations requiring SSO in which ``user`` logs in with a password as an owner."""
+    return Organization.objects.filter(Q(memberships__user=user, memberships__role=Membership.Role.OWNER),
+                                       sso__required=True, sso__enabled=True)

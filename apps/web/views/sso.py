@@ -1,0 +1,139 @@
+"""Single sign-on pages: "Sign in with SSO", the provider's callback, and the owner's
+settings page. The flow itself is apps.accounts.sso; every refusal is a 4xx page with a
+stable code, written to the audit log when its organization is known."""
+
+import logging
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods
+
+from apps.accounts import sso
+from apps.accounts.api.audit import audit, client_ip
+from apps.accounts.models import OrganizationSSO
+from apps.accounts.services import record_audit
+from cronsvc.oidc import parse_domains
+
+from ..access import SESSION_KEY, Role, member_view
+from .auth import BACKEND
+
+log = logging.getLogger(__name__)
+
+# Refusals that are about who signs in rather than about a broken configuration.
+FORBIDDEN = {"sso_domain_not_allowed", "sso_email_unverified", "sso_user_inactive", "sso_organization_suspended",
+             "sso_provider_denied"}
+
+
+def refusal(request, error, status=None):
+    """The error page of a refused sign-in; audited when the organization is known."""
+    organization = getattr(error, "organization", None)
+    if organization is not None:
+        record_audit(organization, "sso.refused", data={"code": error.code, "reason": error.message},
+                     ip=client_ip(request))
+    log.info("sso refused: %s %s", error.code, error.message)
+    status = status or (403 if error.code in FORBIDDEN else 400)
+    return render(request, "web/auth/sso_error.html", {"code": error.code, "message": error.message}, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def sso_login(request):
+    """Find the organization by e-mail domain or slug, then go to its provider."""
+    identifier = (request.POST.get("identifier") or request.GET.get("org") or "").strip()
+    if request.method == "GET" and not identifier:
+        return render(request, "web/auth/sso_login.html", {"next": request.GET.get("next", "")})
+    try:
+        config = sso.find_configuration(identifier)
+        url = sso.begin(request, config, login_hint=identifier)
+    except sso.SSOError as error:
+        if error.code in ("sso_not_configured", "sso_ambiguous_domain"):
+            return render(request, "web/auth/sso_login.html",
+                          {"error": error, "identifier": identifier, "next": request.POST.get("next", "")}, status=400)
+        return refusal(request, error)
+    return redirect(url)
+
+
+@require_GET
+def sso_callback(request):
+    try:
+        sign_in, next_url = sso.complete(request)
+    except sso.SSOError as error:
+        return refusal(request, error)
+    login(request, sign_in.user, backend=BACKEND)
+    request.session[SESSION_KEY] = str(sign_in.membership.organization_id)
+    record_audit(sign_in.membership.organization, "sso.login", target=sign_in.user, actor_user=sign_in.user,
+                 data={"new_member": sign_in.created_membership}, ip=client_ip(request))
+    if sign_in.created_membership:
+        messages.success(request, f"Welcome to {sign_in.membership.organization.name}: you joined as "
+                                  f"{sign_in.membership.get_role_display().lower()}.")
+    safe = next_url and url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()},
+                                                         require_https=request.is_secure())
+    return redirect(next_url if safe else reverse("web:dashboard"))
+
+
+# --- the owner's settings page
+
+FIELDS = ("issuer", "client_id", "allowed_domains", "default_role")
+
+
+@member_view(role=Role.OWNER)
+@require_http_methods(["GET", "POST"])
+def sso_settings(request):
+    organization = request.actor.organization
+    config = OrganizationSSO.objects.filter(organization=organization).first()
+    errors = {}
+    if request.method == "POST" and request.POST.get("action") == "delete" and config is not None:
+        config.delete()
+        audit(request, "sso.configuration_deleted", organization)
+        messages.success(request, "Single sign-on is off; members log in with their passwords.")
+        return redirect("web:sso_settings")
+    if request.method == "POST":
+        config, errors = _save(request, organization, config)
+        if not errors:
+            messages.success(request, "Single sign-on settings saved.")
+            return redirect("web:sso_settings")
+    values = {name: request.POST.get(name, getattr(config, name, "")) for name in FIELDS} if request.method == "POST" \
+        else {name: getattr(config, name, "") for name in FIELDS}
+    values.setdefault("default_role", OrganizationSSO.DefaultRole.VIEWER)
+    context = {"config": config, "errors": errors, "values": values, "redirect_uri": sso.redirect_uri(request),
+               "roles": OrganizationSSO.DefaultRole.choices,
+               "enabled": request.POST.get("enabled") == "on" if request.method == "POST" else getattr(config, "enabled", True),
+               "required": request.POST.get("required") == "on" if request.method == "POST" else getattr(config, "required", False)}
+    return render(request, "web/settings/sso.html", context, status=400 if errors else 200)
+
+
+def _save(request, organization, config):
+    """Validate and save the form; the secret is kept when the field is left empty."""
+    post = request.POST
+    config = config or OrganizationSSO(organization=organization)
+    config.issuer = post.get("issuer", "").strip().rstrip("/")
+    config.client_id = post.get("client_id", "").strip()
+    config.allowed_domains = ", ".join(parse_domains(post.get("allowed_domains", "")))
+    config.default_role = post.get("default_role", "")
+    config.enabled = post.get("enabled") == "on"
+    config.required = post.get("required") == "on"
+    secret = post.get("client_secret", "")
+    if secret:
+        config.client_secret = secret
+    errors = {}
+    try:
+        config.full_clean(exclude=["organization", "client_secret"])
+    except ValidationError as exc:
+        errors = exc.message_dict
+    if not config.client_secret:
+        errors["client_secret"] = ["Give the client secret the provider showed when you registered cronsvc."]
+    if not config.domains:
+        errors["allowed_domains"] = ["Give at least one e-mail domain, e.g. example.com."]
+    if errors:
+        return config, errors
+    with transaction.atomic():
+        config.save()
+        audit(request, "sso.configuration_saved", organization,
+              {"issuer": config.issuer, "client_id": config.client_id, "domains": config.domains,
+               "default_role": config.default_role, "enabled": config.enabled, "required": config.required,
+               "secret_changed": bool(secret)})
+    return config, {}
