@@ -153,3 +153,20 @@ def test_operators_edit_sso_in_the_admin_without_seeing_the_secret(tenant, clien
     page = client.get(f"/admin/accounts/organizationsso/{config.pk}/change/")
     assert page.status_code == 200 and "s3cret-at-rest" not in page.content.decode()
     assert client.get("/admin/accounts/organizationsso/").status_code == 200
+
+
+def test_an_invited_member_of_an_organization_requiring_sso_is_sent_to_sso(tenant):
+    from django.contrib.auth.tokens import default_token_generator
+    from django.utils.encoding import force_bytes
+    from django.utils.http import urlsafe_base64_encode
+
+    configure(tenant, required=True)
+    invited = User.objects.create_user(email="invited@example.com")
+    Membership.objects.create(user=invited, organization=tenant.organization, role="developer")
+    client = Client()
+    url = f"/invitation/{urlsafe_base64_encode(force_bytes(invited.pk))}/{default_token_generator.make_token(invited)}/"
+
+    response = client.post(url, {"new_password1": PASSWORD, "new_password2": PASSWORD})
+
+    assert response.status_code == 302 and response["Location"] == f"/sso/?org={tenant.organization.slug}"
+    assert client.get("/").status_code == 302  # not logged in by the password

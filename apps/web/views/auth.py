@@ -141,6 +141,10 @@ def accept_invitation(request, uidb64, token):
     form = SetPasswordForm(user, request.POST or None)
     if request.method == "POST" and form.is_valid():
         form.save()
+        required_by = sso.password_login_refusal(user)
+        if required_by is not None:  # the password is set, but this organization signs in with SSO
+            messages.info(request, f"{required_by.name} signs its members in with single sign-on: continue here.")
+            return redirect(f"{reverse('web:sso_login')}?org={required_by.slug}")
         login(request, user, backend=BACKEND)
         first = memberships.order_by("created_at").first()
         if first is not None:
