@@ -333,6 +333,9 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing must fail fast when the broker is down: the sweeper re-publishes later.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+        # A worker polls its queues in the order given (Procfile: <plan>:high, <plan>,
+        # <plan>:low), not round robin: high-priority runs are taken first (routing.py).
+        "queue_order_strategy": "priority",
 CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
@@ -380,6 +383,11 @@ BREAKER_COOLDOWN_SECONDS = env_float("BREAKER_COOLDOWN_SECONDS", 60.0)
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "apps.accounts.api.schema.ApiAutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
+# Priority under overload (docs/run-control.md): past this many messages waiting in a plan's
+# queue (its priority sub-queues together; a message carries up to 100 runs) low-priority
+# runs are held in the database until it drains; 0 turns the holding off.
+OVERLOAD_QUEUE_DEPTH = env_int("OVERLOAD_QUEUE_DEPTH", 1000)
+OVERLOAD_CHECK_INTERVAL = env_float("OVERLOAD_CHECK_INTERVAL", 1.0)
         "apps.accounts.api.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
