@@ -8,7 +8,7 @@ from apps.billing.models import Plan
 
 from . import services
 from .models import (ApiKey, AuditEvent, EncryptedTOTPDevice, ErasedOrganization, Membership, Organization,
-                     OrganizationSSO, User)
+                     OrganizationSSO, SSOIdentity, User)
 
 
 @admin.register(User)
@@ -152,6 +152,19 @@ class OrganizationSSOAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         services.record_audit(obj.organization, "sso.configuration_saved", target=obj.organization,
                               actor_user=request.user, data={"by_operator": True, "changed": form.changed_data})
+
+
+@admin.register(SSOIdentity)
+class SSOIdentityAdmin(admin.ModelAdmin):
+    """Who is linked to which provider subject. Deleting a link lets the person connect again."""
+
+    list_display = ["user", "issuer", "subject", "organization", "created_at", "last_login_at"]
+    search_fields = ["user__email", "subject", "issuer", "organization__name"]
+    list_select_related = ["user", "organization"]
+    readonly_fields = ["user", "organization", "issuer", "subject", "created_at", "last_login_at"]
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(ErasedOrganization)

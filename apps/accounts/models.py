@@ -305,3 +305,31 @@ class OrganizationSSO(models.Model):
         from cronsvc.oidc import parse_domains
 
         return parse_domains(self.allowed_domains)
+
+
+class SSOIdentity(models.Model):
+    """A person at an identity provider (issuer + subject) bound to a cronsvc user.
+
+    Sign-ins find the user by this link, not by e-mail address: an organization's provider
+    can assert any address, so it may bind only a new account, an account that belongs to
+    that organization alone, or the account of the person signed in while they connect it
+    (apps.accounts.sso.provision)."""
+
+    id = models.BigAutoField(primary_key=True)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="sso_identities")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+",
+                                     help_text="The organization whose provider linked it.")
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_login_at = models.DateTimeField(null=True, blank=True)
+
+    objects = tenant_manager("organization")
+
+    class Meta:
+        verbose_name = "SSO identity"
+        verbose_name_plural = "SSO identities"
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique_subject")]
+
+    def __str__(self):
+        return f"{self.subject} at {self.issuer}"

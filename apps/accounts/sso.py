@@ -14,12 +14,13 @@ from functools import lru_cache
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from cronsvc import oidc
 from cronsvc.delivery.guard import AddressPolicy, parse_networks, parse_ports
 from cronsvc.delivery.transport import guarded_pool_manager
 
-from .models import Membership, Organization, OrganizationSSO, User
+from .models import Membership, Organization, OrganizationSSO, SSOIdentity, User
 from .services import record_audit
 
 PENDING = "sso_pending"  # session key: {state: {...}} of the sign-ins under way
@@ -138,7 +139,8 @@ def complete(request, *, now=None):
         raise
     except oidc.OIDCError as exc:
         raise SSOError(exc.code, exc.message, organization) from exc
-    return provision(config, email, claims), data["next"]
+    signed_in = request.user if request.user.is_authenticated else None
+    return provision(config, email, claims, signed_in_user=signed_in, now=now), data["next"]
 
 
 def _discover(config):
@@ -160,22 +162,48 @@ def _validated_claims(request, config, code, data, *, now=None):
 
 
 @transaction.atomic
-def provision(config, email, claims):
-    """The user with this e-mail (created without a password when new) as a member of the
-    configuration's organization (joined with the default role when not yet a member)."""
-    user = User.objects.filter(email__iexact=email).first()
-    created_user = user is None
-    if created_user:
-        user = User.objects.create_user(email=email, first_name=str(claims.get("given_name", ""))[:150],
-                                        last_name=str(claims.get("family_name", ""))[:150])
+def provision(config, email, claims, *, signed_in_user=None, now=None):
+    """The user this provider's subject is linked to, else the account to link (see
+    ``_may_link``) or a new one without a password; made a member of the configuration's
+    organization with the default role when not yet one."""
+    organization, issuer = config.organization, oidc.normalize_issuer(config.issuer)
+    identity = SSOIdentity.objects.select_related("user").filter(issuer=issuer, subject=claims["sub"]).first()
+    created_user = False
+    if identity is None:
+        user = User.objects.filter(email__iexact=email).first()
+        if user is None:
+            created_user = True
+            user = User.objects.create_user(email=email, first_name=str(claims.get("given_name", ""))[:150],
+                                            last_name=str(claims.get("family_name", ""))[:150])
+        elif not _may_link(user, organization, signed_in_user):
+            raise SSOError("sso_account_exists", f"An account with {email} already exists and reaches other "
+                           "organizations too: log in to it with your password first, then choose \"Sign in with "
+                           "SSO\" to connect it.", organization)
+        identity = SSOIdentity.objects.create(user=user, organization=organization, issuer=issuer,
+                                              subject=claims["sub"])
+        record_audit(organization, "sso.identity_linked", target=user, actor_user=user,
+                     data={"email": email, "issuer": issuer, "new_user": created_user})
+    user = identity.user
     if not user.is_active:
-        raise SSOError("sso_user_inactive", f"The account {email} is deactivated.", config.organization)
+        raise SSOError("sso_user_inactive", f"The account {user.email} is deactivated.", organization)
+    SSOIdentity.objects.filter(pk=identity.pk).update(last_login_at=now or timezone.now())
     membership, created_membership = Membership.objects.get_or_create(
-        user=user, organization=config.organization, defaults={"role": config.default_role})
+        user=user, organization=organization, defaults={"role": config.default_role})
     if created_membership:
-        record_audit(config.organization, "sso.member_provisioned", target=user, actor_user=user,
-                     data={"email": email, "role": membership.role, "new_user": created_user})
+        record_audit(organization, "sso.member_provisioned", target=user, actor_user=user,
+                     data={"email": user.email, "role": membership.role, "new_user": created_user})
     return SignIn(user, membership, created_user, created_membership)
+
+
+def _may_link(user, organization, signed_in_user):
+    """An organization's provider can assert any e-mail address: it may take over an existing
+    account only when the person is logged in to it right now (connecting it), or when the
+    account reaches nothing but this organization. Operators' accounts are never linked."""
+    if signed_in_user is not None and signed_in_user.pk == user.pk:
+        return True
+    if user.is_staff or user.is_superuser:
+        return False
+    return not Membership.objects.filter(user=user).exclude(organization=organization).exists()
 
 
 # --- password log-ins under "SSO required"

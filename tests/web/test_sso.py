@@ -153,6 +153,13 @@ def test_operators_edit_sso_in_the_admin_without_seeing_the_secret(tenant, clien
     page = client.get(f"/admin/accounts/organizationsso/{config.pk}/change/")
     assert page.status_code == 200 and "s3cret-at-rest" not in page.content.decode()
     assert client.get("/admin/accounts/organizationsso/").status_code == 200
+    assert client.get("/admin/accounts/organizationsso/add/").status_code == 200
+    saved = client.post(f"/admin/accounts/organizationsso/{config.pk}/change/", {
+        "organization": str(tenant.organization.pk), "enabled": "on", "issuer": config.issuer, "client_id": "new-id",
+        "client_secret": "", "allowed_domains": "example.com", "default_role": "developer"})
+    assert saved.status_code == 302
+    config.refresh_from_db()
+    assert (config.client_id, config.client_secret) == ("new-id", "s3cret-at-rest")  # empty field: secret kept
 
 
 def test_an_invited_member_of_an_organization_requiring_sso_is_sent_to_sso(tenant):
@@ -170,3 +177,46 @@ def test_an_invited_member_of_an_organization_requiring_sso_is_sent_to_sso(tenan
 
     assert response.status_code == 302 and response["Location"] == f"/sso/?org={tenant.organization.slug}"
     assert client.get("/").status_code == 302  # not logged in by the password
+
+
+def sso_claims(sub="subject-1", email="pat@example.com"):
+    return {"sub": sub, "email": email, "given_name": "Pat"}
+
+
+def test_a_provider_cannot_take_over_an_account_that_reaches_other_organizations(tenant, other_tenant):
+    from apps.accounts import sso
+
+    config = configure(tenant)
+    victim = member(other_tenant, "owner", email="pat@example.com")
+
+    with pytest.raises(sso.SSOError) as refused:
+        sso.provision(config, "pat@example.com", sso_claims())
+    assert refused.value.code == "sso_account_exists"
+    assert not Membership.objects.filter(user=victim, organization=tenant.organization).exists()
+    operator = User.objects.create_superuser(email="root@example.com", password=PASSWORD)
+    with pytest.raises(sso.SSOError):
+        sso.provision(config, "root@example.com", sso_claims(sub="subject-2", email="root@example.com"))
+    assert not operator.sso_identities.exists()
+
+
+def test_the_person_logged_in_connects_their_account_and_is_found_by_subject_afterwards(tenant, other_tenant):
+    from apps.accounts import sso
+
+    config = configure(tenant)
+    pat = member(other_tenant, "owner", email="pat@example.com")
+
+    first = sso.provision(config, "pat@example.com", sso_claims(), signed_in_user=pat)
+    assert first.user == pat and first.created_membership and first.membership.role == "viewer"
+    # Later, without a session, and even with another e-mail address at the provider: the link decides.
+    again = sso.provision(config, "patricia@example.com", sso_claims())
+    assert again.user == pat and not again.created_membership and not again.created_user
+
+
+def test_an_account_reaching_only_this_organization_is_linked_at_its_first_sign_in(tenant):
+    from apps.accounts import sso
+
+    config = configure(tenant)
+    pat = member(tenant, "developer", email="pat@example.com")
+    sign_in = sso.provision(config, "pat@example.com", sso_claims())
+    assert sign_in.user == pat and sign_in.membership.role == "developer"  # the role is never changed
+    assert AuditEvent.objects.filter(organization=tenant.organization, action="sso.identity_linked").exists()

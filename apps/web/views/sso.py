@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 # Refusals that are about who signs in rather than about a broken configuration.
 FORBIDDEN = {"sso_domain_not_allowed", "sso_email_unverified", "sso_user_inactive", "sso_organization_suspended",
-             "sso_provider_denied"}
+             "sso_provider_denied", "sso_account_exists"}
 
 
 def refusal(request, error, status=None):
