@@ -13,12 +13,13 @@ import urllib3
 import urllib3.exceptions
 from urllib3.exceptions import NameResolutionError, NewConnectionError, ProtocolError
 
-from .deadline import DeadlineScope, deadline_scope
+from .deadline import Cancellation, DeadlineScope, deadline_scope
 from .guard import AddressPolicy, ForbiddenTarget, check_url
 from .request import PreparedDelivery
 from .transport import guarded_pool_manager
 
 DEFAULT_MAX_BODY_BYTES = 16384
+CANCELLED = "cancelled"
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _READ_CHUNK = 65536
 # What a browser-like client sends unless the customer's headers say otherwise.
@@ -33,7 +34,7 @@ class DeliveryResult:
     body_truncated: bool
     duration_ms: float
     remote_addr: str | None
-    error_kind: str | None  # timeout | connect_error | dns_error | tls_error | forbidden_target
+    error_kind: str | None  # timeout | connect_error | dns_error | tls_error | forbidden_target | cancelled
     error_message: str | None
     final_url: str | None = field(default=None)  # after redirects
 
@@ -85,14 +86,20 @@ def deliver(
     policy: AddressPolicy,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     now_fn: Callable[[], float] = time.monotonic,
+    cancellation: Cancellation | None = None,
 ) -> DeliveryResult:
     """Send ``prepared`` within its total timeout; map every failure to an error kind.
+
+    ``cancellation.cancel()`` (from another thread) ends the delivery at once, its
+    connection shut down: the result's error kind is then ``cancelled``.
 
     ``policy`` must be the one ``session`` was made with: it checks each hop's URL here,
     the session's adapter checks each connection's address.
     """
     started = now_fn()
     with deadline_scope(prepared.timeout) as scope:
+        if cancellation is not None:
+            cancellation.bind(scope)
         try:
             response, url = _send(prepared, session, policy, scope)
         except Exception as exc:
@@ -154,7 +161,7 @@ def _with_defaults(headers) -> dict[str, str]:
 
 def _request(session, method, url, headers, body, connect_timeout, scope) -> urllib3.BaseHTTPResponse:
     remaining = scope.remaining()
-    if remaining <= 0:
+    if remaining <= 0 or scope.expired:  # expired early: cancelled
         raise TimeoutError("total deadline passed")
     scope.request_started = False  # per hop: set by the connection once it starts sending
     return session.urlopen(
@@ -209,6 +216,8 @@ def _read_body(response: urllib3.BaseHTTPResponse, limit: int,
 
 
 def _error_kind(exc: BaseException | None, scope: DeadlineScope) -> tuple[str, str]:
+    if scope.cancelled:
+        return CANCELLED, "cancelled while in flight; the connection was closed"
     if isinstance(exc, ForbiddenTarget):
         return "forbidden_target", exc.reason
     if isinstance(exc, NameResolutionError) or _caused_by(exc, NameResolutionError):

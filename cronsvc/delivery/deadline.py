@@ -34,11 +34,12 @@ _current: contextvars.ContextVar[DeadlineScope | None] = contextvars.ContextVar(
 class DeadlineScope:
     """The deadline of one delivery and the connection it is currently using."""
 
-    __slots__ = ("deadline", "expired", "remote_addr", "request_started", "_conn", "_done")
+    __slots__ = ("deadline", "expired", "cancelled", "remote_addr", "request_started", "_conn", "_done")
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline  # time.monotonic()
         self.expired = False
+        self.cancelled = False  # ended early on purpose (Cancellation), not by its deadline
         self.remote_addr: str | None = None
         self.request_started = False  # set when the current hop starts sending
         self._conn: Any = None
@@ -72,8 +73,40 @@ class DeadlineScope:
             except OSError:
                 pass
 
+    def cancel(self) -> None:
+        """End the delivery now, from any thread: as the deadline would, but reported as
+        a cancel (the blocked read returns at once; a request not sent yet is not sent)."""
+        self.cancelled = True
+        self.fire()
+
     def finish(self) -> None:
         self._done = True
+
+
+class Cancellation:
+    """A cancel that another thread may ask for before or while a delivery is in flight
+    (``deliver(..., cancellation=)``): asked before, the request is never sent; asked
+    during, its connection is shut down at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._scope: DeadlineScope | None = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            scope = self._scope
+        if scope is not None:
+            scope.cancel()
+
+    def bind(self, scope: DeadlineScope) -> None:
+        """Called by ``deliver`` once its scope exists."""
+        with self._lock:
+            self._scope = scope
+            cancelled = self.cancelled
+        if cancelled:
+            scope.cancel()
 
 
 def current_scope() -> DeadlineScope | None:

@@ -1,6 +1,8 @@
 """A local HTTP server that records every request it receives: the customers' endpoint."""
 
 import json
+import select
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,6 +25,8 @@ class Target:
     received: list = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     flaky_counts: dict = field(default_factory=dict)
+    #: (path, time.time()) of each /hang request whose client closed the connection
+    hung_up: list = field(default_factory=list)
 
     @property
     def base_url(self):
@@ -35,6 +39,10 @@ class Target:
     def requests_to(self, path_prefix):
         with self.lock:
             return [r for r in self.received if r.path.startswith(path_prefix)]
+
+    def hung_up_on(self, path_prefix):
+        with self.lock:
+            return [at for path, at in self.hung_up if path.startswith(path_prefix)]
 
     def close(self):
         self.server.shutdown()
@@ -57,6 +65,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.target.received.append(
                 Received(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, time.time())
             )
+        if parts.path.startswith("/hang"):
+            return self._hang(float(query.get("seconds", "60")))
         status, headers, payload = self._respond(parts.path, query)
         self.send_response(status)
         for name, value in headers.items():
@@ -65,6 +75,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
+
+    def _hang(self, seconds):
+        """Answer nothing for ``seconds``, noting when the client closes the connection."""
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            readable, _, _ = select.select([self.connection], [], [], 0.05)
+            if readable:
+                try:
+                    closed = self.connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    closed = True
+                if closed:
+                    with self.target.lock:
+                        self.target.hung_up.append((self.path, time.time()))
+                    self.close_connection = True
+                    return
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _respond(self, path, query):
         if path.startswith("/status/"):
