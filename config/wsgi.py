@@ -19,6 +19,10 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
 
+from apps.monitors.fastlane import PingFastLane  # noqa: E402 - needs the apps loaded
+
+application = PingFastLane(application)  # /ping/...: without the pages' middleware
+
 GC_YOUNG_THRESHOLD = 10_000
 
 

@@ -5,7 +5,7 @@ the next success after it sends one ``recovery`` notification when the project's
 wants recoveries. Other changes (new -> up, up -> late, late -> up) notify nobody. The
 rows are written in the transaction that changed the state (apps.notifications.dispatch
 sends them after commit), so a change is notified exactly once, however many schedulers
-or web processes saw it.
+or web processes saw it. Changes come here through apps.monitors.changes.
 """
 
 from __future__ import annotations
@@ -33,14 +33,6 @@ def event_for(old_state, new_state):
     if old_state == DOWN and new_state == UP:
         return Event.RECOVERY
     return None
-
-
-def state_changed(monitor_id, old_state, new_state, now, *, detail=""):
-    event = event_for(old_state, new_state)
-    if event is None:
-        return []
-    monitor = Monitor.objects.select_related("project").get(id=monitor_id)
-    return notify(event, [monitor], now, detail=detail)
 
 
 def notify(event, monitors, now, *, detail=""):

@@ -13,38 +13,41 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 
-from apps.notifications.models import Event
-
-from .alerts import notify
+from .changes import StateChange, record_state_changes
 from .models import Monitor
 
 M = Monitor._meta.db_table
 BATCH_SIZE = 500
 
 LATE_SQL = (f"UPDATE {M} SET state = 'late', state_changed_at = %(now)s, updated_at = %(now)s "
-            f"WHERE state = 'up' AND next_expected_at <= %(now)s AND deadline_at > %(now)s")
+            f"WHERE state = 'up' AND next_expected_at <= %(now)s AND deadline_at > %(now)s RETURNING id")
 DOWN_SQL = (
-    f"UPDATE {M} SET state = 'down', state_changed_at = %(now)s, deadline_at = NULL, updated_at = %(now)s "
-    f"WHERE id IN (SELECT id FROM {M} WHERE state IN ('up', 'late') AND deadline_at <= %(now)s "
-    f"             ORDER BY deadline_at LIMIT %(n)s FOR UPDATE SKIP LOCKED) "
-    f"AND state IN ('up', 'late') AND deadline_at <= %(now)s RETURNING id"
+    f"UPDATE {M} m SET state = 'down', state_changed_at = %(now)s, deadline_at = NULL, updated_at = %(now)s "
+    f"FROM (SELECT id, state FROM {M} WHERE state IN ('up', 'late') AND deadline_at <= %(now)s "
+    f"      ORDER BY deadline_at LIMIT %(n)s FOR UPDATE SKIP LOCKED) old "
+    f"WHERE m.id = old.id AND m.state IN ('up', 'late') AND m.deadline_at <= %(now)s RETURNING m.id, old.state"
 )
+DOWN_DETAIL = "No ping arrived within the grace period."
 
 
 def check_monitors(now, batch_size=BATCH_SIZE):
     """Move overdue monitors late or down at ``now``; returns (late, down) counts."""
-    with connection.cursor() as cursor:
-        cursor.execute(LATE_SQL, {"now": now})
-        late = cursor.rowcount
-    return late, mark_down(now, batch_size)
+    return mark_late(now), mark_down(now, batch_size)
+
+
+def mark_late(now):
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(LATE_SQL, {"now": now})
+            ids = [row[0] for row in cursor.fetchall()]
+        record_state_changes([StateChange(pk, Monitor.State.UP, Monitor.State.LATE) for pk in ids], now)
+    return len(ids)
 
 
 def mark_down(now, batch_size=BATCH_SIZE):
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(DOWN_SQL, {"now": now, "n": batch_size})
-            ids = [row[0] for row in cursor.fetchall()]
-        if ids:
-            monitors = list(Monitor.objects.filter(id__in=ids).select_related("project"))
-            notify(Event.FAILURE, monitors, now, detail="No ping arrived within the grace period.")
-    return len(ids)
+            changes = [StateChange(pk, old, Monitor.State.DOWN) for pk, old in cursor.fetchall()]
+        record_state_changes(changes, now, detail=DOWN_DETAIL)
+    return len(changes)

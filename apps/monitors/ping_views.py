@@ -19,12 +19,19 @@ MAX_RID = 64
 ALLOWED = ("GET", "POST", "HEAD")
 
 
-def _error(status, code, message, **headers):
-    body = json.dumps({"error": {"code": code, "message": message, "fields": {}}})
-    response = HttpResponse(body, status=status, content_type="application/json")
+def _response(body, status=200, content_type="text/plain", **headers):
+    # Content-Length set here: the ping URLs skip CommonMiddleware (apps.monitors.fastlane),
+    # and a keep-alive client would otherwise get a chunked answer.
+    response = HttpResponse(body, status=status, content_type=content_type)
+    response["Content-Length"] = str(len(response.content))
     for name, value in headers.items():
         response[name] = value
     return response
+
+
+def _error(status, code, message, **headers):
+    body = json.dumps({"error": {"code": code, "message": message, "fields": {}}})
+    return _response(body, status, "application/json", **headers)
 
 
 def _kind(action):
@@ -62,7 +69,7 @@ def ping(request, ping_id, action=None):
                                  user_agent=request.META.get("HTTP_USER_AGENT", ""), body=body)
     if pings.record(target, ping_input, now) is None:
         return _error(404, "not_found", "No monitor has this ping URL.")
-    return HttpResponse("OK", content_type="text/plain")
+    return _response("OK")
 
 
 def _refused(target):

@@ -7,7 +7,7 @@
 
 The state is decided in SQL from the locked row, so a ping racing the scheduler's down
 decision (apps.monitors.clock) waits for it and then sees ``down``: the recovery is noticed
-exactly once. A state change that notifies is recorded in the same transaction.
+exactly once. A state change is recorded (apps.monitors.changes) in the same transaction.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections import namedtuple
 from dataclasses import dataclass
 
+import psycopg
 from django.db import connection, transaction
 
 from apps.accounts.models import Organization
 from apps.billing.models import Plan, UsageMonth
 
+from .changes import StateChange, record_state_changes
 from .models import BODY_LIMIT, Monitor, Ping
 from .schedule import deadline, next_expected
 
@@ -35,14 +37,22 @@ FIND_SQL = (
     f"m.timezone, m.grace_seconds, o.suspended, p.monitor_pings_per_minute, p.monitor_pings_per_month, "
     f"p.monthly_executions, COALESCE(u.pings, 0) "
     f"FROM {M} m JOIN {O} o ON o.id = m.organization_id JOIN {PL} p ON p.id = o.plan_id "
-    f"LEFT JOIN {U} u ON u.organization_id = m.organization_id AND u.month = %s "
-    f"WHERE m.ping_id = %s"
+    f"LEFT JOIN {U} u ON u.organization_id = m.organization_id AND u.month = %(month)s "
+    f"WHERE m.ping_id = %(ping_id)s"
 )
 
-_NEW_STATE = ("CASE %(kind)s WHEN 'success' THEN 'up' WHEN 'fail' THEN 'down' ELSE old.state END")
+def _new_state(old):
+    return f"(CASE %(kind)s WHEN 'success' THEN 'up' WHEN 'fail' THEN 'down' ELSE {old}.state END)"
+
+
+_NEW_STATE = _new_state("old")
+# The quick path (``changing`` false) touches nothing when the locked row's state would
+# change: the caller then records the ping again inside a transaction, with its change.
 RECORD_SQL = f"""
-WITH old AS (
+WITH locked AS (
     SELECT id, state, last_start_at FROM {M} WHERE id = %(id)s FOR UPDATE
+), old AS (
+    SELECT * FROM locked WHERE %(changing)s OR {_new_state("locked")} = locked.state
 ), started AS (
     SELECT CASE WHEN %(rid)s = '' THEN (SELECT last_start_at FROM old)
                 ELSE (SELECT s.created_at FROM {P} s WHERE s.monitor_id = %(id)s AND s.kind = 'start'
@@ -73,7 +83,10 @@ WITH old AS (
     SELECT %(org)s, %(month)s, 0, 1, %(quota)s, %(now)s FROM old
     ON CONFLICT (organization_id, month) DO UPDATE SET pings = u.pings + 1
 )
-SELECT old.state, (SELECT ms FROM dur), (SELECT count(*) FROM upd) FROM old
+SELECT locked.state, (SELECT ms FROM dur), (SELECT count(*) FROM upd),
+       set_config('synchronous_commit', CASE WHEN {_new_state("locked")} = locked.state THEN 'off' ELSE 'on' END,
+                  true)
+FROM locked
 """
 
 
@@ -101,9 +114,7 @@ def month_of(now):
 
 def find(ping_id, now):
     """The Target of a ping id, or None."""
-    with connection.cursor() as cursor:
-        cursor.execute(FIND_SQL, [month_of(now), ping_id])
-        row = cursor.fetchone()
+    row = _fetchone(FIND_SQL, {"month": month_of(now), "ping_id": ping_id})
     return Target(*row) if row else None
 
 
@@ -111,9 +122,20 @@ def new_state(kind, old_state):
     return {"success": Monitor.State.UP, "fail": Monitor.State.DOWN}.get(kind, old_state)
 
 
+def changes_state(kind, state):
+    return new_state(kind, state) != state
+
+
 def record(target, ping, now):
     """Store ``ping`` for ``target`` at ``now`` (UTC); returns the PingResult (None when the
-    monitor was deleted meanwhile). Notifies a state change that calls for it."""
+    monitor was deleted meanwhile).
+
+    A ping that leaves the state as it is (the steady case: success on an up monitor) is
+    one statement in autocommit, committed without waiting for the WAL flush
+    (synchronous_commit off, set by the statement: a crash of PostgreSQL may lose the last
+    fraction of a second of such pings, never a state change). A ping that changes the
+    state, or finds it changed by the scheduler meanwhile, runs in a transaction with
+    ``record_state_changes`` and a durable commit."""
     expected = None
     if ping.kind == Ping.Kind.SUCCESS:
         expected = next_expected(target.schedule_type, target.cron_expression, target.interval_seconds,
@@ -122,20 +144,36 @@ def record(target, ping, now):
         "id": target.id, "org": target.organization_id, "month": month_of(now), "quota": target.quota,
         "kind": ping.kind, "exit_code": ping.exit_code, "rid": ping.rid, "method": ping.method,
         "remote_addr": ping.remote_addr[:64], "user_agent": ping.user_agent[:200], "body": ping.body,
-        "now": now, "expected": expected, "deadline": deadline(expected, target.grace_seconds),
+        "now": now, "expected": expected, "deadline": deadline(expected, target.grace_seconds), "changing": False,
     }
+    if not changes_state(ping.kind, target.state):
+        row = _execute(params)
+        if row is None or row[2]:
+            return row and PingResult(old_state=row[0], new_state=row[0], duration_ms=row[1])
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(RECORD_SQL, params)
-            row = cursor.fetchone()
+        row = _execute({**params, "changing": True})
         if row is None:
             return None
         result = PingResult(old_state=row[0], new_state=new_state(ping.kind, row[0]), duration_ms=row[1])
         if result.new_state != result.old_state:
-            from .alerts import state_changed
-
-            state_changed(target.id, result.old_state, result.new_state, now)
+            record_state_changes([StateChange(target.id, result.old_state, result.new_state)], now)
     return result
+
+
+def _execute(params):
+    return _fetchone(RECORD_SQL, params)
+
+
+def _fetchone(sql, params):
+    """The first row of ``sql``, run as a prepared statement on Django's connection (in its
+    transaction, if any). Django binds parameters on the client, so PostgreSQL would plan
+    these statements on every ping (half of their time); psycopg's server-side cursor
+    prepares each once per connection."""
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params, prepare=True)
+        return cursor.fetchone()
 
 
 def decode_body(raw: bytes) -> str:

@@ -6,6 +6,7 @@ from django.utils import timezone
 from apps.accounts.models import Organization
 from apps.billing.limits import check_monitor_count
 
+from .changes import StateChange, record_state_changes
 from .models import Monitor
 from .schedule import deadline, next_expected
 
@@ -38,30 +39,42 @@ def reschedule(monitor, now):
 def update_monitor(monitor, *, now=None, **fields):
     now = now or timezone.now()
     locked = Monitor.objects.select_for_update().get(pk=monitor.pk)
+    old_state = locked.state
     for name, value in fields.items():
         setattr(locked, name, value)
     if any(name in SCHEDULE_FIELDS for name in fields):
         reschedule(locked, now)
+    if locked.state != old_state:
+        locked.state_changed_at = now
     locked.save()
+    _changed(locked.pk, old_state, locked.state, now)
     return locked
+
+
+def _set_state(monitor, state, now, *, only_from=None, **fields):
+    """Move ``monitor`` (locked) to ``state`` and record the change; returns it refreshed."""
+    with transaction.atomic():
+        locked = Monitor.objects.select_for_update().get(pk=monitor.pk)
+        if locked.state != state and (only_from is None or locked.state == only_from):
+            Monitor.objects.filter(pk=locked.pk).update(state=state, state_changed_at=now, updated_at=now, **fields)
+            _changed(locked.pk, locked.state, state, now)
+    monitor.refresh_from_db()
+    return monitor
+
+
+def _changed(monitor_id, old_state, new_state, now):
+    if old_state != new_state:
+        record_state_changes([StateChange(monitor_id, old_state, new_state)], now)
 
 
 def pause_monitor(monitor, *, now=None):
     """Paused monitors are never late or down; a ping resumes them (as Healthchecks does)."""
-    now = now or timezone.now()
-    Monitor.objects.filter(pk=monitor.pk).update(state=Monitor.State.PAUSED, next_expected_at=None, deadline_at=None,
-                                                 state_changed_at=now, updated_at=now)
-    monitor.refresh_from_db()
-    return monitor
+    return _set_state(monitor, Monitor.State.PAUSED, now or timezone.now(), next_expected_at=None, deadline_at=None)
 
 
 def resume_monitor(monitor, *, now=None):
     """Back to ``new``: it waits for the next ping before it can be late again."""
-    now = now or timezone.now()
-    Monitor.objects.filter(pk=monitor.pk, state=Monitor.State.PAUSED).update(
-        state=Monitor.State.NEW, state_changed_at=now, updated_at=now)
-    monitor.refresh_from_db()
-    return monitor
+    return _set_state(monitor, Monitor.State.NEW, now or timezone.now(), only_from=Monitor.State.PAUSED)
 
 
 def ensure_badge(monitor):

@@ -146,3 +146,83 @@ def test_once_schedule_refused(api):
     response = api.post("/api/v1/monitors/", {"name": "a", "schedule": {"type": "once", "at": "2027-01-01T00:00:00Z"}},
                         format="json")
     assert response.status_code == 400
+
+
+def test_ping_racing_the_down_decision_is_a_recovery(monitor, channel):
+    # The ping read the monitor up; the scheduler turned it down before the ping's write:
+    # the quick path (no state change expected) must notice and record the recovery.
+    ping_at(monitor, "success", utc(2026, 12, 3, 10, 0))
+    stale = pings.find(monitor.ping_id, utc(2026, 12, 3, 11, 15))
+    assert stale.state == "up"
+    assert clock.check_monitors(utc(2026, 12, 3, 11, 10)) == (0, 1)
+    result = pings.record(stale, pings.PingInput(kind="success"), utc(2026, 12, 3, 11, 15))
+    assert (result.old_state, result.new_state) == ("down", "up")
+    assert Monitor.objects.get(pk=monitor.pk).state == "up"
+    assert sorted(Notification.objects.values_list("event", flat=True)) == ["failure", "recovery"]
+    assert Ping.objects.filter(monitor=monitor).count() == 2
+
+
+def test_steady_pings_count_in_usage(monitor, tenant):
+    from apps.billing.models import UsageMonth
+
+    for minute in range(3):
+        ping_at(monitor, "success", utc(2026, 12, 3, 10, minute))
+    assert UsageMonth.objects.get(organization=tenant.organization).pings == 3
+    assert Monitor.objects.get(pk=monitor.pk).last_ping_at == utc(2026, 12, 3, 10, 2)
+
+
+def test_pings_per_minute_limit(monitor, tenant):
+    from apps.web import ratelimit
+
+    plan = tenant.organization.plan
+    plan.monitor_pings_per_minute = 2
+    plan.save()
+    ratelimit.reset("monitor-pings", tenant.organization.pk, window=60)
+    statuses = [Client().get(f"/ping/{monitor.ping_id}").status_code for _ in range(3)]
+    assert statuses[:2] == [200, 200]
+    response = Client().get(f"/ping/{monitor.ping_id}")
+    assert response.status_code == 429 and response.json()["error"]["code"] == "ping_rate_limited"
+    assert int(response["Retry-After"]) >= 1
+    assert Ping.objects.filter(monitor=monitor).count() == 2
+
+
+@pytest.fixture
+def keep_test_connection():
+    """The test's transaction must outlive the handler's requests (Django's test client
+    disconnects close_old_connections the same way)."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (request_started, request_finished):
+        signal.connect(close_old_connections)
+
+
+def test_fast_lane_serves_pings_without_the_pages_middleware(monitor, keep_test_connection):
+    import io
+
+    from apps.monitors.fastlane import PingFastLane
+
+    def other(environ, start_response):
+        start_response("204 No Content", [])
+        return [b""]
+
+    def call(path):
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": "", "SERVER_NAME": "testserver",
+                   "SERVER_PORT": "80", "HTTP_HOST": "testserver", "wsgi.input": io.BytesIO(b""),
+                   "wsgi.url_scheme": "http", "wsgi.errors": io.StringIO(), "REMOTE_ADDR": "127.0.0.1"}
+        answer = {}
+        body = PingFastLane(other)(environ, lambda status, headers: answer.update(status=status, headers=headers))
+        content = b"".join(body)
+        getattr(body, "close", lambda: None)()
+        return answer["status"], dict(answer["headers"]), content
+
+    status, headers, content = call(f"/ping/{monitor.ping_id}")
+    assert (status, content) == ("200 OK", b"OK")
+    assert headers["Content-Length"] == "2" and "X-Request-Id" in headers
+    assert "Content-Security-Policy" not in headers and "Vary" not in headers  # no CSP, no session
+    assert Ping.objects.filter(monitor=monitor).count() == 1
+    assert call("/ping/unknown")[0].startswith("404")
+    assert call("/healthz")[0] == "204 No Content"
