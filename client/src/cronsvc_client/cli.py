@@ -80,6 +80,12 @@ def list_options(default_limit):
     return decorate
 
 
+def api_value_option(name, text, known):
+    """A filter whose values the API checks (400 `invalid_choice`, exit 1), so a server that
+    knows a newer value is not refused by an older client."""
+    return click.option(name, metavar="VALUE", help=f"{text}: {known}.")
+
+
 def read_json_file(path):
     """A JSON object from a file ('-': standard input), or a usage error."""
     if path is None:
@@ -162,7 +168,7 @@ def jobs():
 @click.option("--enabled/--disabled", default=None, help="Only enabled (or only paused/disabled) jobs.")
 @click.option("--tag", help="Only jobs with this tag.")
 @click.option("--search", help="Part of a name or a tag.")
-@click.option("--health", type=click.Choice(["healthy", "failing", "paused", "disabled", "expired"]))
+@api_value_option("--health", "Only jobs in this health", "healthy, failing, paused, disabled, expired")
 @list_options(0)
 @output_option
 @with_client
@@ -416,9 +422,8 @@ def execution_filters(command):
 
 @executions.command("list")
 @execution_filters
-@click.option("--status", type=click.Choice(["queued", "running", "succeeded", "failed", "timed_out", "skipped",
-                                              "dead"]))
-@click.option("--trigger", type=click.Choice(["schedule", "manual", "retry", "replay", "dependency"]))
+@api_value_option("--status", "Only runs in this status", "queued, running, succeeded, failed, timed_out, skipped, dead")
+@api_value_option("--trigger", "Only runs started this way", "schedule, manual, retry, replay, dependency")
 @click.option("--since", help="Scheduled at or after this instant (ISO 8601).")
 @click.option("--until", help="Scheduled at or before this instant (ISO 8601).")
 @list_options(50)
@@ -471,7 +476,7 @@ def monitors():
 
 @monitors.command("list")
 @click.option("--project", help="Only this project's monitors.")
-@click.option("--state", type=click.Choice(["new", "up", "late", "down", "paused"]))
+@api_value_option("--state", "Only monitors in this state", "new, up, late, down, paused")
 @list_options(0)
 @output_option
 @with_client

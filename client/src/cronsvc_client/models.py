@@ -92,11 +92,12 @@ class Execution(Model):
     attempts: list | None = None  # only on `get_execution` (the detail view)
     raw: dict = field(default_factory=dict, repr=False)
 
-    FINAL_STATUSES = frozenset({"succeeded", "failed", "timed_out", "skipped", "dead"})
+    # Every other status is final (succeeded, failed, cancelled, ...; and any the server adds).
+    UNFINISHED_STATUSES = frozenset({"queued", "running"})
 
     @property
     def finished(self):
-        return self.status in self.FINAL_STATUSES
+        return self.status not in self.UNFINISHED_STATUSES
 
 
 @dataclass
