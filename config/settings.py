@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "apps.badges",
     "apps.notifications",
     "apps.monitors",
+    "apps.eventstream",
 ]
 
 MIDDLEWARE = [
@@ -340,6 +341,19 @@ CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT",
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- Event stream (apps/eventstream, docs/event-stream.md) ---
+# Every execution and monitor state change written to an outbox in the change's own
+# transaction and published by the schedulers to Redis Streams; off: no outbox rows at all.
+EVENT_STREAM = env_bool("EVENT_STREAM", False)
+EVENT_STREAM_REDIS_URL = env_str("EVENT_STREAM_REDIS_URL", REDIS_URL)
+EVENT_STREAM_PREFIX = env_str("EVENT_STREAM_PREFIX", "cronsvc:events")
+EVENT_STREAM_MAXLEN = env_int("EVENT_STREAM_MAXLEN", 100_000)
+EVENT_STREAM_DEPLOYMENT = env_bool("EVENT_STREAM_DEPLOYMENT", False)
+if EVENT_STREAM and not EVENT_STREAM_REDIS_URL:
+    raise ImproperlyConfigured("EVENT_STREAM=on needs EVENT_STREAM_REDIS_URL or REDIS_URL (the Redis it publishes to).")
+if EVENT_STREAM_MAXLEN < 1:
+    raise ImproperlyConfigured(f"EVENT_STREAM_MAXLEN={EVENT_STREAM_MAXLEN}: expected a whole number of at least 1.")
 
 # --- Scheduler and runs ---
 SCHEDULER_BATCH_SIZE = env_int("SCHEDULER_BATCH_SIZE", 500)

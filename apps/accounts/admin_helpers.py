@@ -1,5 +1,6 @@
-"""Admin helpers for very large tables."""
+"""Admin helpers: very large tables, read-only tables."""
 
+from django.contrib import admin
 from django.core.paginator import Paginator
 from django.utils.functional import cached_property
 
@@ -13,3 +14,18 @@ class CappedCountPaginator(Paginator):
     @cached_property
     def count(self):
         return self.object_list[: COUNT_CAP + 1].count()
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the platform alone writes and deletes: listed and shown, never edited."""
+
+    show_full_result_count = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -50,7 +50,7 @@ from cronsvc.delivery.template import UpstreamResult, WorkflowVariables, upstrea
 from apps.billing import quota
 from apps.observability.logconfig import EXECUTION_ID
 
-from . import recording
+from . import events, recording
 from .models import Execution
 from .outbound import guards, http_session, outbound_policy, wall_clock
 
@@ -220,7 +220,7 @@ def _next_group(results, pending, until=None):
 # run. A column used later must be added here, or each run pays a query to load it
 # (test_grouping.py counts the queries of a batch).
 CLAIMED_FIELDS = (
-    "id", "job", "organization", "scheduled_for", "attempt",
+    "id", "job", "organization", "scheduled_for", "attempt", "trigger",
     "job__project", "job__organization", "job__name", "job__url", "job__method", "job__headers", "job__secret_headers",
     "job__body", "job__body_format", "job__auth", "job__timeout_seconds", "job__follow_redirects",
     "job__success_status_codes", "job__success_body_contains", "job__success_body_regex",
@@ -249,6 +249,7 @@ def claim(execution_ids, now):
             Execution.objects.filter(id__in=[e.id for e in group]).update(
                 status=S.RUNNING, started_at=now, lease_expires_at=lease_until,
             )
+        events.changed(executions, S.RUNNING, S.QUEUED, now, attempt=lambda e: e.attempt + 1)
     _share_owners(executions)
     return executions
 
@@ -307,7 +308,7 @@ def admit_all(runs, now):
             run.has_slot = ok
             if not ok:
                 waiting.append(run)
-                recording.defer_running(run.execution, now + timedelta(seconds=_defer_seconds()))
+                recording.defer_running(run.execution, now + timedelta(seconds=_defer_seconds()), now=now)
         if waiting:
             release_all(waiting)
             runs = [run for run in runs if run.has_slot]
@@ -332,7 +333,7 @@ def admit_all(runs, now):
         for run, (allowed, wait) in zip(limited, tokens):
             if not allowed:
                 held.append(run)
-                recording.defer_running(run.execution, now + timedelta(seconds=max(wait, 0.5)))
+                recording.defer_running(run.execution, now + timedelta(seconds=max(wait, 0.5)), now=now)
         if held:
             release_all(held)
             runs = [run for run in runs if run.has_slot]
@@ -361,7 +362,8 @@ def _within_host_rate(runs, shared, now):
         if not allowed:
             position[key] = position.get(key, 0) + 1
             held.append(run)
-            recording.defer_running(run.execution, now + timedelta(seconds=max(wait, 0.5) + position[key] * 60 / rate))
+            recording.defer_running(run.execution, now + timedelta(seconds=max(wait, 0.5) + position[key] * 60 / rate),
+                                     now=now)
     if held:
         release_all(held)
         return [run for run in runs if run.has_slot]
@@ -385,7 +387,8 @@ def _defer_for_circuit(run, host, decision, now):
     retry_at = decision.retry_at or wall_clock() + settings.BREAKER_COOLDOWN_SECONDS
     outcome = circuit_open(host, retry_at)
     until = now + timedelta(seconds=max(1.0, retry_at - wall_clock()))
-    recording.defer_running(run.execution, until, error_kind=outcome.error_kind, error_message=outcome.message)
+    recording.defer_running(run.execution, until, error_kind=outcome.error_kind, error_message=outcome.message,
+                             now=now)
 
 
 def _prepare(run, now):

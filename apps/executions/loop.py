@@ -7,11 +7,13 @@ import time
 from datetime import timedelta
 from dataclasses import dataclass
 
+import redis
 from django.conf import settings
 from django.db import close_old_connections, connection
 from django.db.utils import DatabaseError, InterfaceError, OperationalError
 from django.utils import timezone
 
+from apps.eventstream import relay
 from apps.jobs.models import Job
 from apps.monitors.clock import check_monitors
 from apps.observability import metrics
@@ -75,8 +77,19 @@ class SchedulerLoop:
             self._log_tick(result, published)
         self._publish_due_retries(now)
         check_monitors(now)  # heartbeat monitors past their grace go late/down (decided once)
+        relayed = self._relay_events()
         self._maybe_sweep()
-        return result.claimed >= self.batch_size
+        return result.claimed >= self.batch_size or relayed >= relay.BATCH
+
+    @staticmethod
+    def _relay_events():
+        """Publish the event stream's outbox (one scheduler at a time; apps.eventstream.relay).
+        Redis unreachable: the events wait in the outbox for a later tick."""
+        try:
+            return relay.relay_round()
+        except redis.RedisError as exc:
+            log.warning("event stream: Redis unavailable (%s); events wait in the outbox", exc)
+            return 0
 
     def _publish(self, to_publish):
         if not to_publish:

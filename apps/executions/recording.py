@@ -15,10 +15,13 @@ from datetime import datetime
 
 from django.db import connection, transaction
 from django.db.models import F
+from django.utils import timezone
 
+from apps.eventstream import outbox
 from apps.jobs.models import Job
 from cronsvc.statuses import FAILED
 
+from . import events
 from .hooks import Outcome, run_outcome_hooks
 from .models import Attempt, Execution
 
@@ -136,8 +139,14 @@ def _finish_many(results):
         "%b::text[], %b::text[], %b::text[], %b::text[], %b::timestamptz[], %b::timestamptz[]) "
         "AS v(id, status, attempt, duration_ms, response_status, response_headers, response_body, "
         "remote_addr, error_kind, error_message, next_attempt_at, finished_at) "
-        f"WHERE e.id = v.id AND e.status = '{S.RUNNING}' RETURNING e.id"
+        f"WHERE e.id = v.id AND e.status = '{S.RUNNING}'"
     )
+    if outbox.enabled():
+        # the same statement writes each moved run's event from the rows it updated
+        sql = (f"WITH upd AS ({sql} RETURNING e.*, v.finished_at AS changed_at), "
+               f"ev AS ({outbox.insert_sql(_OUTCOME_EVENTS)}) SELECT id FROM upd")
+    else:
+        sql += " RETURNING e.id"
     columns = [[] for _ in range(12)]
     for result in results:
         a = result.attempt
@@ -149,6 +158,17 @@ def _finish_many(results):
     with _cursor() as cursor:
         cursor.execute(sql, columns)
         return {row[0] for row in cursor.fetchall()}
+
+
+_OUTCOME_EVENTS = (
+    f"SELECT 'execution', u.status, '{S.RUNNING}', u.organization_id, j.project_id, u.job_id, u.id, u.attempt, "
+    f"CASE WHEN u.status = '{S.QUEUED}' THEN 'retry' ELSE '' END, jsonb_strip_nulls(jsonb_build_object("
+    f"'scheduled_for', {outbox.utc_sql('u.scheduled_for')}, 'trigger', u.trigger, "
+    "'error_kind', NULLIF(u.error_kind, ''), 'response_status', u.response_status, 'duration_ms', u.duration_ms, "
+    f"'next_attempt_at', {outbox.utc_sql('u.next_attempt_at')})), "
+    "u.changed_at "
+    f"FROM upd u LEFT JOIN {Job._meta.db_table} j ON j.id = u.job_id"
+)
 
 
 def _outcome(result, *, moved=True):
@@ -251,6 +271,11 @@ def record_attempt(execution, *, attempt, status, next_attempt_at, auto_disable_
         changed = _finish(execution, status, attempt, next_attempt_at)
         if changed and status != S.QUEUED:
             _update_job_health(execution.job_id, status, attempt.started_at, auto_disable_after)
+        if changed:
+            events.changed([execution], status, S.RUNNING, attempt.finished_at, attempt=attempt.number,
+                           reason="retry" if status == S.QUEUED else "", error_kind=attempt.error_kind or None,
+                           response_status=attempt.response_status, duration_ms=attempt.duration_ms,
+                           next_attempt_at=next_attempt_at)
         run_outcome_hooks([Outcome(
             execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
             status=status if changed else S.RUNNING, finished_at=attempt.finished_at,
@@ -300,6 +325,7 @@ def skip_running(execution, reason, now):
             status=S.SKIPPED, skip_reason=reason, finished_at=now, lease_expires_at=None,
         )
         if changed:
+            events.changed([execution], S.SKIPPED, S.RUNNING, now, reason=reason)
             run_outcome_hooks([Outcome(
                 execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
                 status=S.SKIPPED, finished_at=now, skip_reason=reason,
@@ -307,12 +333,20 @@ def skip_running(execution, reason, now):
     return changed
 
 
-def defer_running(execution, until, *, error_kind="", error_message=""):
+def defer_running(execution, until, *, error_kind="", error_message="", now=None):
     """Hand a claimed run back to wait (concurrency cap, open circuit); not an attempt."""
     values = dict(status=S.QUEUED, next_attempt_at=until, published_at=None, lease_expires_at=None)
     if error_kind:
         values.update(error_kind=error_kind, error_message=error_message)
-    return Execution.objects.filter(id=execution.id, status=S.RUNNING).update(**values)
+    running = Execution.objects.filter(id=execution.id, status=S.RUNNING)
+    if not outbox.enabled():
+        return running.update(**values)  # one statement, no transaction of its own
+    with transaction.atomic():
+        changed = running.update(**values)
+        if changed:
+            events.changed([execution], S.QUEUED, S.RUNNING, now or timezone.now(), reason="deferred",
+                           next_attempt_at=until, error_kind=error_kind or None)
+    return changed
 
 
 def fail_running(execution, *, error_kind, error_message, now, auto_disable_after):
@@ -324,6 +358,7 @@ def fail_running(execution, *, error_kind, error_message, now, auto_disable_afte
         )
         if changed:
             _update_job_health(execution.job_id, S.FAILED, now, auto_disable_after)
+            events.changed([execution], S.FAILED, S.RUNNING, now, error_kind=error_kind)
             run_outcome_hooks([Outcome(
                 execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
                 status=S.FAILED, finished_at=now, error_kind=error_kind, error_message=error_message,

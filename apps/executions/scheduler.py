@@ -30,11 +30,13 @@ from django.db import connection, transaction
 from django.db.models import Case, OuterRef, Subquery, When
 
 from apps.accounts.models import Organization
+from apps.eventstream import outbox
 from apps.jobs.models import Job
 from apps.jobs.scheduling import due_time, job_schedule, occurrence_of
 from cronsvc.misfire import plan_catch_up
 from cronsvc.schedules import next_run
 
+from . import events
 from .models import Execution
 from .routing import queue_for
 
@@ -261,6 +263,9 @@ def _insert_executions(ids, rows, now):
          for execution_id, row in zip(ids, rows)],
         batch_size=1000, ignore_conflicts=True,
     )
+    if outbox.enabled():  # SQLite does not say which were inserted: look
+        events.changed(Execution.objects.filter(id__in=ids).select_related("job"), lambda e: e.status, "", now,
+                       reason=lambda e: e.skip_reason)
     return None
 
 
@@ -299,10 +304,17 @@ class _PostgresInsert:
             select.append(f"%b::{f.db_type(connection)}")
             self.constants.append((f.column, value))
         arrays = ", ".join(f"%b::{by_column[c].db_type(connection)}[]" for c in self.varying)
-        self.sql = (
+        insert = (
             f"INSERT INTO {quote(Execution._meta.db_table)} ({', '.join(columns)}) "
             f"SELECT {', '.join(select)} FROM unnest({arrays}) AS v({', '.join(map(quote, self.varying))}) "
-            "ON CONFLICT DO NOTHING RETURNING id"
+            "ON CONFLICT DO NOTHING"
+        )
+        self.sql = f"{insert} RETURNING id"
+        # With the event stream on, the same statement writes each inserted run's event
+        # (queued or skipped) to the outbox from the rows it inserted.
+        self.sql_with_events = (
+            f"WITH ins AS ({insert} RETURNING id, job_id, organization_id, status, skip_reason, scheduled_for), "
+            f"ev AS ({outbox.insert_sql(_EVENTS_SELECT)}) SELECT id FROM ins"
         )
 
     def run(self, ids, rows, now):
@@ -310,12 +322,22 @@ class _PostgresInsert:
 
         constants = [now if column == "created_at" else value for column, value in self.constants]
         arrays = [ids, *(list(column) for column in zip(*rows))]
+        sql, params = self.sql, [*constants, *arrays]
+        if outbox.enabled():
+            sql, params = self.sql_with_events, [*params, now]
         connection.ensure_connection()
         # A server-side-binding cursor on Django's connection (same transaction), its
         # errors wrapped as Django's (see _fetch).
         with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(self.sql, [*constants, *arrays])
+            cursor.execute(sql, params)
             return {row[0] for row in cursor.fetchall()}
+
+
+_EVENTS_SELECT = (
+    "SELECT 'execution', i.status, '', i.organization_id, j.project_id, i.job_id, i.id, 0, i.skip_reason, "
+    f"jsonb_build_object('scheduled_for', {outbox.utc_sql('i.scheduled_for')}, 'trigger', '{SCHEDULE}'), "
+    f"%b::timestamptz FROM ins i LEFT JOIN {Job._meta.db_table} j ON j.id = i.job_id"
+)
 
 
 def _advance_jobs(updates):

@@ -19,6 +19,9 @@ from datetime import timedelta
 from django.db import transaction
 from django.db.models import Q
 
+from apps.eventstream import outbox
+
+from . import events
 from .models import Execution
 
 QUEUED = Execution.Status.QUEUED
@@ -59,4 +62,9 @@ def stale(now, *, republish_after, limit=1000, idle_queues=(), idle_after=None):
 def recover_expired_leases(now, *, limit=1000):
     """Hand runs whose worker died back to the queue; return (id, queue) to publish."""
     queryset = Execution.objects.filter(status=RUNNING, lease_expires_at__lt=now)
-    return _claim(queryset, limit, status=QUEUED, lease_expires_at=None, published_at=now)
+    with transaction.atomic():
+        rows = _claim(queryset, limit, status=QUEUED, lease_expires_at=None, published_at=now)
+        if rows and outbox.enabled():
+            recovered = Execution.objects.filter(id__in=[row[0] for row in rows]).select_related("job")
+            events.changed(recovered, QUEUED, RUNNING, now, reason="lease_expired")
+    return rows

@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.executions import publishing
+from apps.executions import events, publishing
 from apps.executions.models import Execution
 from apps.executions.routing import queue_for
 from apps.jobs.models import Job, JobDependency
@@ -161,6 +161,7 @@ def _insert(job, run_id, sources, *, skip_reason, now):
         execution.scheduled_for = now + timedelta(microseconds=nudge)
         Execution.objects.bulk_create([execution], ignore_conflicts=True)
         if Execution.objects.filter(id=execution.id).exists():
+            events.changed([execution], execution.status, "", now, reason=execution.skip_reason)
             log.info("workflow run %s: %s %s", run_id, job.id, "skipped" if skipped else "queued")
             return execution
         if Execution.objects.filter(job=job, workflow_run_id=run_id, trigger=Execution.Trigger.DEPENDENCY).exists():

@@ -1,0 +1,90 @@
+"""Writing the event stream's outbox, inside the transaction of the change it records.
+
+Nothing is written unless an operator turned the stream on (EVENT_STREAM): with it off the
+hot paths run exactly the statements they ran before. The batch paths (the scheduler's
+insert of a tick's runs, the recording of a group of outcomes) write their entries in the
+same statement as the change, as a data-modifying CTE selecting from the rows the change
+returned (``COLUMNS`` and ``insert_sql``); the others call ``add`` with a few entries, one
+statement for all of them.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.db import connection
+
+from .models import OutboxEntry
+
+TABLE = OutboxEntry._meta.db_table
+EXECUTION = OutboxEntry.Kind.EXECUTION.value
+MONITOR = OutboxEntry.Kind.MONITOR.value
+
+#: One state change: the outbox columns a writer sets (``detail`` a dict of extra facts).
+Entry = namedtuple("Entry", ["kind", "status", "previous", "organization_id", "project_id", "subject_id",
+                             "execution_id", "attempt", "reason", "detail", "occurred_at"])
+COLUMNS = ", ".join(Entry._fields)
+_TYPES = ("text", "text", "text", "uuid", "uuid", "uuid", "uuid", "integer", "text", "jsonb", "timestamptz")
+
+
+def enabled():
+    return settings.EVENT_STREAM
+
+
+def utc(moment):
+    """A timestamp as every event shows it: ISO 8601 in UTC, microseconds, ``Z``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if moment else None
+
+
+def utc_sql(expression):
+    """``utc`` in SQL (PostgreSQL), for the events the hot paths write in SQL."""
+    return f"to_char({expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+
+
+def insert_sql(select):
+    """``INSERT INTO <outbox> (<columns>) <select>``: ``select`` yields the Entry columns in order."""
+    return f"INSERT INTO {TABLE} ({COLUMNS}) {select}"
+
+
+def add(entries):
+    """Write ``entries`` (Entry) in one statement, in the caller's transaction."""
+    entries = list(entries)
+    if not entries or not enabled():
+        return
+    entries = [entry._replace(detail=_plain(entry.detail)) for entry in entries]
+    if connection.vendor != "postgresql":
+        OutboxEntry.objects.bulk_create([OutboxEntry(**entry._asdict()) for entry in entries])
+        return
+    import psycopg
+    from psycopg.types.json import Jsonb
+
+    columns = [list(column) for column in zip(*entries)]
+    details = Entry._fields.index("detail")
+    columns[details] = [Jsonb(detail) for detail in columns[details]]
+    arrays = ", ".join(f"%b::{kind}[]" for kind in _TYPES)
+    sql = insert_sql(f"SELECT * FROM unnest({arrays})")
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, columns)
+
+
+def _plain(detail):
+    return {key: utc(value) if isinstance(value, datetime) else value for key, value in (detail or {}).items()}
+
+
+def execution_entry(execution, status, previous, now, *, project_id=None, attempt=None, reason="", detail=None):
+    """The Entry of ``execution`` (with its job loaded, unless ``project_id`` is given)
+    moving from ``previous`` to ``status`` at ``now``."""
+    if project_id is None:
+        project_id = execution.job.project_id
+    return Entry(EXECUTION, status, previous, execution.organization_id, project_id, execution.job_id,
+                 execution.id, execution.attempt if attempt is None else attempt, reason, detail or {}, now)
+
+
+def monitor_entry(monitor, status, previous, now, *, reason="", detail=None):
+    """The Entry of a monitor (anything with id, organization_id and project_id) moving
+    from ``previous`` to ``status`` at ``now``."""
+    return Entry(MONITOR, status, previous, monitor.organization_id, monitor.project_id, monitor.id, None, None,
+                 reason, detail or {}, now)
