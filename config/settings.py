@@ -314,6 +314,9 @@ else:
     # an unacknowledged message is redelivered only when its worker really died.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
+        # A worker polls its queues in the order given (Procfile: <plan>:high, <plan>,
+        # <plan>:low), not round robin: high-priority runs are taken first (routing.py).
+        "queue_order_strategy": "priority",
     }
 if CELERY_BROKER_URL.startswith("redis://"):
     # kombu's Redis transport, surviving a broker restart (see config/redis_transport.py).
@@ -334,9 +337,6 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing must fail fast when the broker is down: the sweeper re-publishes later.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
-        # A worker polls its queues in the order given (Procfile: <plan>:high, <plan>,
-        # <plan>:low), not round robin: high-priority runs are taken first (routing.py).
-        "queue_order_strategy": "priority",
 CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
@@ -364,12 +364,20 @@ SWEEPER_REPUBLISH_AFTER = env_int("SWEEPER_REPUBLISH_AFTER", 60)
 SWEEPER_REPUBLISH_IDLE_AFTER = env_int("SWEEPER_REPUBLISH_IDLE_AFTER", 10)
 SWEEPER_INTERVAL = env_float("SWEEPER_INTERVAL", 5.0)
 MISFIRE_ON_TIME_SECONDS = env_int("MISFIRE_ON_TIME_SECONDS", 60)
+# Priority under overload (docs/run-control.md): past this many messages waiting in a plan's
+# queue (its priority sub-queues together; a message carries up to 100 runs) low-priority
+# runs are held in the database until it drains; 0 turns the holding off.
+OVERLOAD_QUEUE_DEPTH = env_int("OVERLOAD_QUEUE_DEPTH", 1000)
+OVERLOAD_CHECK_INTERVAL = env_float("OVERLOAD_CHECK_INTERVAL", 1.0)
 REGIONS = env_list("REGIONS", [])
 # Embedded mode is for trying cronsvc on a laptop against local endpoints; a server
 # install refuses private targets unless an operator allows them.
 OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", EMBEDDED)
 OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", [])
 OUTBOUND_ALLOWED_PORTS = env_str("OUTBOUND_ALLOWED_PORTS", "80,443,1024-65535")
+# Single sign-on reaches identity providers through the same guard; a self-hosted provider
+# on a private network is admitted by its network here, without opening it to jobs.
+SSO_ALLOWED_NETWORKS = env_list("SSO_ALLOWED_NETWORKS", [])
 RESPONSE_BODY_MAX_BYTES = env_int("RESPONSE_BODY_MAX_BYTES", 16 * 1024)
 
 # --- Delivery (workers) ---
@@ -397,20 +405,12 @@ BREAKER_COOLDOWN_SECONDS = env_float("BREAKER_COOLDOWN_SECONDS", 60.0)
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "apps.accounts.api.schema.ApiAutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
-# Priority under overload (docs/run-control.md): past this many messages waiting in a plan's
-# queue (its priority sub-queues together; a message carries up to 100 runs) low-priority
-# runs are held in the database until it drains; 0 turns the holding off.
-OVERLOAD_QUEUE_DEPTH = env_int("OVERLOAD_QUEUE_DEPTH", 1000)
-OVERLOAD_CHECK_INTERVAL = env_float("OVERLOAD_CHECK_INTERVAL", 1.0)
         "apps.accounts.api.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.api.permissions.RolePermission"],
     "DEFAULT_THROTTLE_CLASSES": ["apps.accounts.api.throttling.PlanRateThrottle"],
     "DEFAULT_FILTER_BACKENDS": [
-# Single sign-on reaches identity providers through the same guard; a self-hosted provider
-# on a private network is admitted by its network here, without opening it to jobs.
-SSO_ALLOWED_NETWORKS = env_list("SSO_ALLOWED_NETWORKS", [])
         "apps.accounts.api.filters.FilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
