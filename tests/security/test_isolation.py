@@ -60,7 +60,8 @@ PUBLIC_BY_DESIGN = {
     "badge": "a status badge is public to whoever holds its unguessable token",
 }
 # Pages that answer a wrong or foreign token with a page of their own (still without A's data).
-TOKEN_PAGES = {"web:password_reset_confirm", "web:invitation"}
+# (The SSO callback answers a state that no sign-in in this session started with its own 400.)
+TOKEN_PAGES = {"web:password_reset_confirm", "web:invitation", "web:sso_callback"}
 METHODS = ("get", "post", "put", "patch", "delete")
 REFUSED = {401, 403, 404, 405}
 LOGIN_PAGES = ("/login/", "/admin/login/")
