@@ -95,6 +95,7 @@ INSTALLED_APPS = [
     "apps.notifications",
     "apps.monitors",
     "apps.eventstream",
+    "apps.archives",
 ]
 
 MIDDLEWARE = [
@@ -212,6 +213,24 @@ if EMAIL_URL:
 # and the payment integration statements are handed to (a dotted path; default: none).
 RETENTION_BATCH_SIZE = env_int("RETENTION_BATCH_SIZE", 1000)
 BILLING_PAYMENT_PROVIDER = env_str("BILLING_PAYMENT_PROVIDER", "apps.billing.payments.NoopPaymentProvider")
+
+# --- Archives before the purge (apps.archives, docs/archives.md): with a bucket set, the
+# retention purge writes each batch to S3-compatible storage first and deletes only what
+# was written. No bucket: archiving is off (make run needs no S3).
+ARCHIVE_S3_BUCKET = env_str("ARCHIVE_S3_BUCKET", "")
+ARCHIVE_S3_PREFIX = env_str("ARCHIVE_S3_PREFIX", "executions")
+ARCHIVE_S3_ENDPOINT_URL = env_str("ARCHIVE_S3_ENDPOINT_URL", "")
+ARCHIVE_S3_REGION = env_str("ARCHIVE_S3_REGION", "us-east-1")
+ARCHIVE_S3_ACCESS_KEY_ID = env_str("ARCHIVE_S3_ACCESS_KEY_ID", "")
+ARCHIVE_S3_SECRET_ACCESS_KEY = env_str("ARCHIVE_S3_SECRET_ACCESS_KEY", "")
+# MinIO and moto behind an IP address need path-style URLs; AWS takes either.
+ARCHIVE_S3_ADDRESSING_STYLE = env_str("ARCHIVE_S3_ADDRESSING_STYLE", "path" if ARCHIVE_S3_ENDPOINT_URL else "auto")
+if ARCHIVE_S3_ADDRESSING_STYLE not in ("auto", "path", "virtual"):
+    raise ImproperlyConfigured(f"ARCHIVE_S3_ADDRESSING_STYLE={ARCHIVE_S3_ADDRESSING_STYLE!r}: use auto, path or virtual.")
+ARCHIVE_S3_TIMEOUT_SECONDS = env_float("ARCHIVE_S3_TIMEOUT_SECONDS", 30.0)
+# Downloads stream through the web process, or (true) redirect to a presigned URL valid this long.
+ARCHIVE_PRESIGNED_DOWNLOADS = env_bool("ARCHIVE_PRESIGNED_DOWNLOADS", False)
+ARCHIVE_PRESIGNED_URL_SECONDS = env_int("ARCHIVE_PRESIGNED_URL_SECONDS", 300)
 
 # --- Customers' notifications (apps.notifications): bounded retries with doubling backoff.
 NOTIFICATION_MAX_ATTEMPTS = env_int("NOTIFICATION_MAX_ATTEMPTS", 5)

@@ -6,6 +6,10 @@ the (organization, scheduled_for) index, so no lock is held for long and the wor
 recording runs never wait on the purge. Before a day is purged its roll-ups (JobDayStats)
 are made if they are missing, so charts and usage outlive the executions; the metered
 counters (UsageMonth, UsageDay) are never purged.
+
+With an archive bucket configured (apps.archives), each batch is first written to object
+storage and only the runs whose part was confirmed there are deleted; when a write fails
+the organization's purge stops for this round and its runs stay for the next.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
+from apps.archives.writing import archive_and_delete, archive_store
 from apps.executions.models import Execution
+from cronsvc.archives import ArchiveWriteFailed
 from apps.executions.purging import delete_executions
 
 from .models import JobDayStats
@@ -32,6 +38,7 @@ class PurgeReport:
     executions: int = 0
     batches: int = 0
     rolled_up_days: int = 0
+    archive_failures: int = 0  # organizations whose purge stopped on a failed archive write
     longest_batch_seconds: float = 0.0
     batch_seconds: list = field(default_factory=list)  # each batch's transaction time (lock hold)
     per_organization: dict = field(default_factory=dict)
@@ -43,16 +50,18 @@ def purge_expired(*, now, batch_size=None, organizations=None):
 
     batch_size = max(1, batch_size or settings.RETENTION_BATCH_SIZE)
     report = PurgeReport()
+    store = archive_store()
     queryset = organizations if organizations is not None else Organization.objects.select_related("plan")
     for organization in queryset.order_by("id"):
         cutoff = now - timedelta(days=organization.plan.retention_days)
-        deleted = purge_organization(organization, cutoff, batch_size=batch_size, report=report)
+        deleted = purge_organization(organization, cutoff, batch_size=batch_size, report=report,
+                                     store=store, now=now)
         if deleted:
             report.per_organization[str(organization.id)] = deleted
     return report
 
 
-def purge_organization(organization, cutoff, *, batch_size, report):
+def purge_organization(organization, cutoff, *, batch_size, report, store=None, now=None):
     # A run still queued or running (a long-delayed retry) is left alone until it ends.
     expired = (Execution.objects.filter(organization=organization, scheduled_for__lt=cutoff)
                .exclude(status__in=[Execution.Status.QUEUED, Execution.Status.RUNNING]))
@@ -63,7 +72,13 @@ def purge_organization(organization, cutoff, *, batch_size, report):
     deleted = 0
     while True:
         started = time.monotonic()
-        count = _delete_batch(expired, batch_size)
+        try:
+            count = _delete_batch(organization, expired, batch_size, store=store, now=now)
+        except ArchiveWriteFailed as exc:
+            log.warning("organization %s: archive write failed, its expired runs are kept for the next purge: %s",
+                        organization.pk, exc)
+            report.archive_failures += 1
+            break
         elapsed = time.monotonic() - started
         report.longest_batch_seconds = max(report.longest_batch_seconds, elapsed)
         if not count:
@@ -90,8 +105,11 @@ def _roll_up_missing_days(organization, first, last):
     return made
 
 
-def _delete_batch(expired, batch_size):
+def _delete_batch(organization, expired, batch_size, *, store, now):
     """Delete up to ``batch_size`` of the oldest expired runs and what hangs off them, in
-    one transaction; returns how many runs."""
+    one transaction (a transaction per day when they are archived first); returns how many runs."""
+    ids = list(expired.order_by("scheduled_for").values_list("id", flat=True)[:batch_size])
+    if store is not None:
+        return archive_and_delete(organization, ids, store=store, now=now)
     with transaction.atomic():
-        return delete_executions(list(expired.order_by("scheduled_for").values_list("id", flat=True)[:batch_size]))
+        return delete_executions(ids)

@@ -31,8 +31,10 @@ def purge_expired():
     from .retention import purge_expired as run
 
     report = run(now=timezone.now())
-    log.info("retention purge: %d executions in %d batches (longest %.2fs), %d days rolled up first",
-             report.executions, report.batches, report.longest_batch_seconds, report.rolled_up_days)
+    log.info("retention purge: %d executions in %d batches (longest %.2fs), %d days rolled up first, "
+             "%d organizations kept for a failed archive write",
+             report.executions, report.batches, report.longest_batch_seconds, report.rolled_up_days,
+             report.archive_failures)
     left = purge_deleted_jobs(now=timezone.now())
     log.info("deleted jobs' purge: %d executions in %d batches", left.executions, left.batches)
     return report.executions + left.executions
