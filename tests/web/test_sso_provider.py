@@ -77,6 +77,8 @@ def test_a_person_of_the_domain_signs_in_and_joins_with_the_default_role(live_se
     assert Membership.objects.get(user=user, organization=tenant.organization).role == "developer"
     actions = set(AuditEvent.objects.filter(organization=tenant.organization).values_list("action", flat=True))
     assert {"sso.member_provisioned", "sso.login"} <= actions
+    replayed = browser.get(callback, allow_redirects=False, timeout=10)  # a state answers once
+    assert replayed.status_code == 400 and refusal_code(replayed) == "sso_state_mismatch"
 
 
 def test_an_existing_member_signs_in_again_without_a_second_membership(live_server, provider, tenant):
