@@ -5,6 +5,7 @@ from rest_framework.routers import SimpleRouter
 
 from apps.accounts.api.gdpr_views import DataExportViewSet, OrganizationDeletionView
 from apps.accounts.api.views import ApiKeyViewSet, AuditEventViewSet, MemberViewSet
+from apps.archives.api import ArchiveViewSet
 from apps.billing.api import UsageView
 from apps.badges.api import BadgeViewSet
 from apps.executions.api import DeadLetterViewSet, ExecutionViewSet
@@ -27,6 +28,7 @@ router.register("api-keys", ApiKeyViewSet, basename="api-key")
 router.register("members", MemberViewSet, basename="member")
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
 router.register("organization/exports", DataExportViewSet, basename="organization-export")
+router.register("archives", ArchiveViewSet, basename="archive")
 router.register("badges", BadgeViewSet, basename="badge-api")
 router.register("monitors", MonitorViewSet, basename="monitor")
 

@@ -3,6 +3,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.accounts import otp_views
+from apps.archives import views as archive_views
 from apps.web.views import settings as web_settings
 from apps.badges.views import badge_image
 from apps.observability import dashboard as ops_dashboard
@@ -34,6 +35,8 @@ urlpatterns = [
     path("settings/data/export/", web_settings.data_export, name="data_export"),
     path("settings/data/exports/<uuid:pk>/", web_settings.data_export_download, name="data_export_download"),
     path("settings/data/delete/", web_settings.organization_delete, name="organization_delete"),
+    path("settings/archives/", archive_views.archive_list, name="archive_list"),
+    path("settings/archives/<uuid:pk>/download/", archive_views.archive_download, name="archive_download"),
     path("", include("apps.web.urls")),
 ]
 

@@ -96,6 +96,7 @@ class ObjectStore:
                 connect_timeout=config.timeout_seconds, read_timeout=config.timeout_seconds,
                 retries={"mode": "standard", "max_attempts": 3},
                 s3={"addressing_style": config.addressing_style},
+                signature_version="s3v4",  # presigned URLs too (SigV2 is refused by newer regions)
                 # Content-MD5 (below) is the integrity check every S3-compatible server knows;
                 # botocore's newer default checksums are refused by some of them.
                 request_checksum_calculation="when_required", response_checksum_validation="when_required",

@@ -8,6 +8,7 @@ import pytest
 
 from apps.executions.models import Attempt, Execution
 from tests.conftest import utc
+from tests.api.conftest import member_client  # noqa: F401 - a fixture
 from tests.support.s3 import MotoServer, archive_settings
 
 NOW = utc(2030, 6, 30, 12, 0)
@@ -46,3 +47,15 @@ def expired_runs(job, *, days, per_day):
                                    started_at=when, outcome="succeeded", response_status=200)
             runs.append(run)
     return runs
+
+
+@pytest.fixture
+def archived(make_tenant, make_job, bucket):
+    """A free-plan tenant whose two expired days were purged into the bucket."""
+    from apps.billing.retention import purge_expired
+
+    tenant = make_tenant(plan="free")
+    runs = expired_runs(make_job(tenant), days=2, per_day=2)
+    purge_expired(now=NOW)
+    tenant.runs = runs
+    return tenant

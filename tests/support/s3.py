@@ -21,15 +21,15 @@ class MotoServer:
                                 "-p", str(self.port)], None, Path(log_dir) / f"moto-{self.port}.log")
         self._wait_ready()
 
-    def _wait_ready(self, timeout=30):
+    def _wait_ready(self, timeout=60):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.popen.poll() is not None:
                 raise RuntimeError(f"moto_server exited: {self.process.output()}")
             try:
-                requests.get(self.url, timeout=1)
+                requests.get(self.url, timeout=5)
                 return
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or still importing
                 time.sleep(0.1)
         raise RuntimeError(f"moto_server did not answer on {self.url}: {self.process.output()}")
 

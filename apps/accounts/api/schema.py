@@ -56,6 +56,7 @@ ERROR_CODES = {
     "throttled": "too many requests; see Retry-After and X-RateLimit-*",
 }
 
+    "archive_storage_unavailable": "archive storage is not configured or did not answer (503); try again later",
 ERROR_SCHEMA = {
     "type": "object",
     "required": ["error"],
