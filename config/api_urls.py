@@ -8,7 +8,7 @@ from apps.accounts.api.views import ApiKeyViewSet, AuditEventViewSet, MemberView
 from apps.archives.api import ArchiveViewSet
 from apps.billing.api import UsageView
 from apps.badges.api import BadgeViewSet
-from apps.executions.api import DeadLetterViewSet, ExecutionViewSet
+from apps.executions.api import DeadLetterViewSet, ExecutionViewSet, ProjectExecutionViewSet
 from apps.executions.stats_api import StatsView
 from apps.jobs.api import JobViewSet, SchedulePreviewViewSet
 from apps.monitors.api import MonitorViewSet
@@ -43,4 +43,5 @@ urlpatterns += [
     path("organization/deletion/", OrganizationDeletionView.as_view(), name="organization-deletion"),
     path("jobs/<uuid:pk>/notification-rule/", JobRuleView.as_view(), name="job-notification-rule"),
     path("projects/<uuid:pk>/notification-rule/", ProjectRuleView.as_view(), name="project-notification-rule"),
+    path("projects/<uuid:pk>/executions/", ProjectExecutionViewSet.as_view({"get": "list"}), name="project-executions"),
 ]

@@ -1,7 +1,9 @@
 """/api/v1/executions/ (history, replay) and /api/v1/dead-letter/ (dead runs, bulk replay)."""
 
 import django_filters
+from django import forms
 from django.db import transaction
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
@@ -14,6 +16,9 @@ from apps.accounts.api.filters import FilterBackend, UtcDateTimeFromToRangeFilte
 from apps.accounts.api.pagination import ExecutionCursorPagination
 from apps.accounts.api.serializers import EmptySerializer
 
+from cronsvc.search_query import MAX_LENGTH as MAX_SEARCH_LENGTH, InvalidSearch, parse as parse_search
+
+from . import search
 from .models import Execution
 from .serializers import (
     BulkReplayResultSerializer, BulkReplaySerializer, ExecutionDetailSerializer, ExecutionSerializer,
@@ -34,6 +39,43 @@ class NotDead(NotFound):
         self.fields = {"ids": [str(self.detail)]}
 
 
+class SearchField(forms.CharField):
+    def clean(self, value):
+        value = super().clean(value)
+        if value:
+            try:
+                parse_search(value)
+            except InvalidSearch as error:
+                raise forms.ValidationError(str(error), code=error.code) from None
+        return value
+
+
+class StatusCodeField(forms.CharField):
+    def clean(self, value):
+        value = super().clean(value)
+        if not value:
+            return None
+        try:
+            return search.status_code_range(value)
+        except search.InvalidStatusCode:
+            raise forms.ValidationError("Give an HTTP status code (503) or a class (5xx).",
+                                        code="invalid_status_code") from None
+
+
+class SearchFilter(django_filters.CharFilter):
+    field_class = SearchField
+
+    def filter(self, qs, value):
+        return search.matching(qs, value) if value else qs
+
+
+class StatusCodeFilter(django_filters.CharFilter):
+    field_class = StatusCodeField
+
+    def filter(self, qs, value):
+        return qs.filter(response_status__range=value) if value else qs
+
+
 class ExecutionFilter(django_filters.FilterSet):
     # Plain UUID filters: another organization's job id yields an empty page, not an error.
     job = django_filters.UUIDFilter(field_name="job_id")
@@ -42,10 +84,16 @@ class ExecutionFilter(django_filters.FilterSet):
     trigger = django_filters.ChoiceFilter(choices=Execution.Trigger.choices)
     scheduled_for = UtcDateTimeFromToRangeFilter(
         help_text="scheduled_for_after / scheduled_for_before (ISO 8601).")
+    q = SearchFilter(help_text=(
+        f"Search the error message and response body (at most {MAX_SEARCH_LENGTH} characters): whole words, "
+        "\"quoted phrases\", `or`, `-word` to exclude; case-insensitive. 400 `invalid_search` for a search "
+        "with no word to find, `search_too_long`."))
+    status_code = StatusCodeFilter(help_text=(
+        "The response's HTTP status: exact (`503`) or a class (`5xx`). 400 `invalid_status_code`."))
 
     class Meta:
         model = Execution
-        fields = ["job", "project", "status", "trigger", "scheduled_for"]
+        fields = ["job", "project", "status", "trigger", "scheduled_for", "q", "status_code"]
 
 
 def replay(execution, *, now=None):
@@ -85,6 +133,17 @@ class ExecutionViewSet(_ExecutionViews):
         new = replay(execution)
         self.audit("execution.replay", execution, {"replay": str(new.pk)})
         return Response(ExecutionSerializer(new).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema_view(list=extend_schema(description=(
+    "The history of one project's jobs, newest first, with the same filters and search as "
+    "`/api/v1/executions/`. Another organization's project, or one your key does not reach, is 404.")))
+class ProjectExecutionViewSet(_ExecutionViews):
+    """``/api/v1/projects/{id}/executions/`` (list only)."""
+
+    def get_queryset(self):
+        project = get_object_or_404(self.actor.projects(), pk=self.kwargs["pk"])
+        return super().get_queryset().filter(job__project=project)
 
 
 @extend_schema_view(replay=extend_schema(request=BulkReplaySerializer, responses={202: BulkReplayResultSerializer},
