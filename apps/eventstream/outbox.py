@@ -83,8 +83,7 @@ def execution_entry(execution, status, previous, now, *, project_id=None, attemp
                  execution.id, execution.attempt if attempt is None else attempt, reason, detail or {}, now)
 
 
-def monitor_entry(monitor, status, previous, now, *, reason="", detail=None):
-    """The Entry of a monitor (anything with id, organization_id and project_id) moving
-    from ``previous`` to ``status`` at ``now``."""
-    return Entry(MONITOR, status, previous, monitor.organization_id, monitor.project_id, monitor.id, None, None,
-                 reason, detail or {}, now)
+def monitor_entry(monitor_id, organization_id, project_id, status, previous, now, *, detail=None):
+    """The Entry of a monitor moving from ``previous`` to ``status`` at ``now``."""
+    return Entry(MONITOR, status, previous, organization_id, project_id, monitor_id, None, None, "", detail or {},
+                 now)

@@ -24,12 +24,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from datetime import UTC
 
 import redis
 from django.conf import settings
 from django.db import connection, transaction
 
+from . import outbox
 from .models import OutboxEntry, StreamCursor
 
 log = logging.getLogger("cronsvc.eventstream")
@@ -145,13 +145,9 @@ def render(entry):
     else:
         event["monitor"] = str(entry.subject_id)
     event.update(status=entry.status, previous=entry.previous or None, reason=entry.reason or None,
-                 occurred_at=_utc(entry.occurred_at))
+                 occurred_at=outbox.utc(entry.occurred_at))
     event.update(entry.detail or {})
     return event
-
-
-def _utc(moment):
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _redis():

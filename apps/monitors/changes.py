@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from apps.eventstream import outbox
+
 from .alerts import event_for, notify
 from .models import Monitor
 
@@ -26,6 +28,7 @@ class StateChange:
 def record_state_changes(changes, now, *, detail=""):
     """Record ``changes`` (StateChange, each a real change) made at ``now`` in the current
     transaction; returns the notification rows queued."""
+    _add_to_event_stream(changes, now, detail)
     by_event = defaultdict(list)
     for change in changes:
         event = event_for(change.old_state, change.new_state)
@@ -36,3 +39,16 @@ def record_state_changes(changes, now, *, detail=""):
         monitors = list(Monitor.objects.filter(id__in=ids).select_related("project"))
         rows += notify(event, monitors, now, detail=detail)
     return rows
+
+
+def _add_to_event_stream(changes, now, detail):
+    """An outbox entry per change when the event stream is on (apps.eventstream): one
+    query for the monitors' owners, one statement for the entries."""
+    if not changes or not outbox.enabled():
+        return
+    owners = {monitor_id: (organization_id, project_id) for monitor_id, organization_id, project_id in
+              Monitor.objects.filter(id__in=[c.monitor_id for c in changes])
+              .values_list("id", "organization_id", "project_id")}
+    outbox.add(outbox.monitor_entry(c.monitor_id, *owners[c.monitor_id], c.new_state, c.old_state, now,
+                                    detail={"detail": detail} if detail else None)
+               for c in changes if c.monitor_id in owners)
