@@ -49,8 +49,10 @@ class Execution(models.Model):
         TIMED_OUT = "timed_out", "Timed out"
         SKIPPED = "skipped", "Skipped"
         DEAD = "dead", "Dead"
+        CANCELLED = "cancelled", "Cancelled"
 
-    FINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT, Status.SKIPPED, Status.DEAD)
+    FINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT, Status.SKIPPED, Status.DEAD,
+                      Status.CANCELLED)
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # No single-column indexes on job and organization: exec_job_latest, the unique
@@ -78,6 +80,9 @@ class Execution(models.Model):
     # by its upstreams names the upstream executions that started it.
     workflow_run_id = models.UUIDField(null=True, blank=True, db_index=True)
     upstream_executions = models.JSONField(default=list, blank=True)
+    # The job's version (Job.version, apps.jobs.versions) this run was made with; null for
+    # runs made before jobs had versions.
+    job_version = models.PositiveIntegerField(null=True, blank=True)
 
     created_at = models.DateTimeField(default=timezone.now)
     published_at = models.DateTimeField(null=True, blank=True)
@@ -95,6 +100,11 @@ class Execution(models.Model):
     remote_addr = models.CharField(max_length=64, blank=True)
     error_kind = models.CharField(max_length=30, blank=True)
     error_message = models.TextField(blank=True)
+
+    # Run control (apps.executions.cancelling): who stopped the run and when, as
+    # {"kind": "user"|"api_key"|"operator", "id": ..., "name": ...}.
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    cancelled_by = models.JSONField(null=True, blank=True)
 
     objects = ExecutionQuerySet.as_manager()
 

@@ -112,6 +112,9 @@ class Job(models.Model):
     consecutive_failures = models.PositiveIntegerField(default=0)
     expired_at = models.DateTimeField(null=True, blank=True)
     disabled_reason = models.CharField(max_length=200, blank=True)
+    # The number of the job's current JobVersion (apps.jobs.versions); the scheduler copies
+    # it onto each execution it inserts. A database default: hand-written INSERTs omit it.
+    version = models.PositiveIntegerField(default=1, db_default=1, editable=False)
     created_at = models.DateTimeField(default=now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -141,6 +144,46 @@ class Job(models.Model):
     def secret_header_names(self):
         """Lower-cased names whose values must be masked wherever a request copy is shown."""
         return SECRET_HEADER_NAMES | {name.lower() for name in (self.secret_headers or {})}
+
+
+class JobVersion(models.Model):
+    """A job's definition as one change left it (apps.jobs.versions): who, when, how, the
+    fields it changed, and a snapshot to roll back to. Secrets stay encrypted (``secrets``)
+    and appear masked in ``snapshot`` and ``changes``."""
+
+    class Source(models.TextChoices):
+        API = "api", "API"
+        PAGE = "page", "Web page"
+        ADMIN = "admin", "Admin"
+        IMPORT = "import", "Crontab import"
+        ROLLBACK = "rollback", "Rollback"
+        INITIAL = "initial", "Before versions were kept"
+
+    id = models.BigAutoField(primary_key=True)
+    # jobversion_unique_number (job, number) serves the foreign key too.
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="versions", db_index=False)
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+",
+                                     db_index=False)
+    number = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=now)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    actor_user = models.ForeignKey("accounts.User", null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    actor_api_key = models.ForeignKey("accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="+")
+    rollback_of = models.PositiveIntegerField(null=True, blank=True, help_text="The version rolled back to.")
+    snapshot = models.JSONField(default=dict)
+    changes = models.JSONField(default=dict, blank=True, help_text="{field: {from, to}}, secrets masked.")
+    secrets = EncryptedJSONField(null=True, blank=True, help_text="This version's auth and secret headers.")
+
+    objects = tenant_manager("organization")
+
+    class Meta:
+        ordering = ["job", "-number"]
+        constraints = [models.UniqueConstraint(fields=["job", "number"], name="jobversion_unique_number")]
+
+    def __str__(self):
+        return f"{self.job_id} v{self.number}"
 
 
 class JobDependency(models.Model):

@@ -9,3 +9,5 @@ def test_the_engines_status_sets_are_the_models_statuses():
     assert statuses.FINAL <= set(Execution.Status.values)
     assert statuses.FAILED == {Execution.Status.FAILED, Execution.Status.TIMED_OUT, Execution.Status.DEAD}
     assert statuses.RAN == statuses.FAILED | {Execution.Status.SUCCEEDED}
+    assert statuses.CANCELLED == Execution.Status.CANCELLED
+    assert statuses.CANCELLED in statuses.FINAL and statuses.CANCELLED not in statuses.FAILED
