@@ -412,6 +412,9 @@ DELIVERY_HANDOFF_SECONDS = env_float("DELIVERY_HANDOFF_SECONDS", 5.0)
 DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)
 DELIVERY_LEASE_MARGIN = env_int("DELIVERY_LEASE_MARGIN", 60)
 DELIVERY_DEFER_SECONDS = env_float("DELIVERY_DEFER_SECONDS", 2.0)
+# How often a worker process with runs in flight asks whether any was cancelled (one Redis
+# MGET for all of them): a cancelled run's request is closed within about this long.
+DELIVERY_CANCEL_CHECK_SECONDS = env_float("DELIVERY_CANCEL_CHECK_SECONDS", 0.25)
 # Requests a minute one organization may have sent to one host (all its jobs together), by
 # plan code ("*" for any other plan; 0 turns the limit off for that plan). A minute's worth
 # may go at once.

@@ -19,6 +19,8 @@ from apps.accounts.api.serializers import EmptySerializer
 from cronsvc.search_query import MAX_LENGTH as MAX_SEARCH_LENGTH, InvalidSearch, parse as parse_search
 
 from . import search
+from . import cancelling
+from .cancelling import cancelled_by
 from .models import Execution
 from .serializers import (
     BulkReplayResultSerializer, BulkReplaySerializer, ExecutionDetailSerializer, ExecutionSerializer,
@@ -29,6 +31,15 @@ from . import triggers
 class ExecutionNotFinished(Conflict):
     default_detail = "Only a finished execution can be replayed; wait until it is done."
     default_code = "execution_not_finished"
+
+
+class ExecutionFinished(Conflict):
+    default_code = "execution_finished"
+
+    def __init__(self, execution):
+        super().__init__(f"The execution already finished ({execution.status}); only a queued or running "
+                         "execution can be cancelled.")
+        self.extra = {"status": execution.status}
 
 
 class NotDead(NotFound):
@@ -117,8 +128,15 @@ class _ExecutionViews(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
         return ExecutionDetailSerializer if self.action == "retrieve" else ExecutionSerializer
 
 
-@extend_schema_view(replay=extend_schema(request=EmptySerializer, responses={202: ExecutionSerializer},
-                                         description="Run the execution's request again (a new execution)."))
+@extend_schema_view(
+    replay=extend_schema(request=EmptySerializer, responses={202: ExecutionSerializer},
+                         description="Run the execution's request again (a new execution)."),
+    cancel=extend_schema(request=EmptySerializer, responses={200: ExecutionSerializer}, description=(
+        "Cancel a queued or running execution: a queued one never starts (nor does a waiting retry); a "
+        "running one's request is closed at once. It ends `cancelled` with `cancelled_by` and `cancelled_at`, "
+        "not failed and not retried. Idempotent: cancelling a cancelled execution answers it again. A finished "
+        "execution answers 409 `execution_finished` (with its `status`). Needs the developer role.")),
+)
 class ExecutionViewSet(_ExecutionViews):
     def get_queryset(self):
         executions = super().get_queryset()
@@ -133,6 +151,19 @@ class ExecutionViewSet(_ExecutionViews):
         new = replay(execution)
         self.audit("execution.replay", execution, {"replay": str(new.pk)})
         return Response(ExecutionSerializer(new).data, status=status.HTTP_202_ACCEPTED)
+
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        execution = self.get_object()
+        EmptySerializer(data=request.data or {}).is_valid(raise_exception=True)
+        actor = self.actor
+        try:
+            execution = cancelling.cancel(
+                execution, by=cancelled_by(user=actor.user, api_key=actor.api_key),
+                on_cancel=lambda done: self.audit("execution.cancel", done, {"status_before": execution.status}))
+        except cancelling.ExecutionFinished as exc:
+            raise ExecutionFinished(exc.execution) from None
+        return Response(ExecutionSerializer(execution).data)
 
 
 @extend_schema_view(list=extend_schema(description=(

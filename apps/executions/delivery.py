@@ -39,7 +39,7 @@ from django.utils import timezone
 
 import cronsvc
 from cronsvc.delivery.breaker import COUNTED_FAILURES, host_key
-from cronsvc.delivery.client import deliver
+from cronsvc.delivery.client import CANCELLED, deliver
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.masking import masked
 from cronsvc.delivery.outcome import SuccessCriteria, circuit_open, classify, parse_status_codes
@@ -51,6 +51,7 @@ from apps.billing import quota
 from apps.observability.logconfig import EXECUTION_ID
 
 from . import events, recording
+from .cancel_watch import cancel_watch
 from .models import Execution
 from .outbound import guards, http_session, outbound_policy, wall_clock
 
@@ -73,6 +74,7 @@ class Run:
     started_at: object = None
     prepared: object = None
     sent_headers: dict = field(default_factory=dict)
+    cancellation: object = None  # set while its request is in flight (cancel_watch)
 
     @property
     def job(self):
@@ -182,12 +184,16 @@ class _Mailbox:
 
 def _send_into(mailbox, run):
     EXECUTION_ID.set(run.execution.id)  # this thread's log lines name the run it sends
+    watch = cancel_watch()
     try:
+        run.cancellation = watch.watch(run.execution.id)
         result = _send(run)
     except BaseException as exc:  # noqa: BLE001 - handed to the recording thread, which logs it
         mailbox.put((run, None, exc, None))
     else:
         mailbox.put((run, result, None, timezone.now()))
+    finally:
+        watch.forget(run.execution.id)
 
 
 def _next_group(results, pending, until=None):
@@ -435,7 +441,7 @@ def request_spec(job):
 
 def _send(run):
     return deliver(run.prepared, session=http_session(), policy=outbound_policy(),
-                   max_body_bytes=settings.RESPONSE_BODY_MAX_BYTES)
+                   max_body_bytes=settings.RESPONSE_BODY_MAX_BYTES, cancellation=run.cancellation)
 
 
 def record_group(sent, *, release=()):
@@ -462,6 +468,9 @@ def _record(sent, successes, failures):
             successes.append(host_key(job.url))
         policy = None if outcome.succeeded else retry_policy(job, plan)
         status, next_attempt_at = decide(outcome, result, run.attempt_number, policy, finished)
+        cancelled = result.error_kind == CANCELLED  # the run is already cancelled: no retry, no verdict
+        if cancelled:
+            status, next_attempt_at = S.CANCELLED, None
         prepared = run.prepared
         results.append(recording.Result(
             execution=run.execution, status=status, next_attempt_at=next_attempt_at,
@@ -472,7 +481,8 @@ def _record(sent, successes, failures):
                 request_url=prepared.url, request_headers=masked(prepared.headers, job.secret_header_names()),
                 request_body=_text(prepared.body), response_status=result.status_code,
                 response_headers=masked(result.headers), response_body=result.body_excerpt,
-                remote_addr=result.remote_addr or "", outcome="succeeded" if outcome.succeeded else "failed",
+                remote_addr=result.remote_addr or "",
+                outcome=CANCELLED if cancelled else "succeeded" if outcome.succeeded else "failed",
                 error_kind=outcome.error_kind or "", error_message="" if outcome.succeeded else outcome.message,
             ),
         ))

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from apps.eventstream import outbox
 from apps.jobs.models import Job
-from cronsvc.statuses import FAILED
+from cronsvc.statuses import CANCELLED, FAILED
 
 from . import events
 from .hooks import Outcome, run_outcome_hooks
@@ -99,10 +99,16 @@ def record_attempts(results):
                 raise
             log.info("recording %d attempts: %s; trying again", len(results), exc)
     for result in results:
-        if result.execution.id not in changed:
+        if result.execution.id not in changed and result.status != S.CANCELLED:
             log.warning("execution %s: lease lost before its attempt %d was recorded",
                         result.execution.id, result.attempt.number)
     return changed
+
+
+def metered(attempt_outcome):
+    """Does an attempt count as usage? Not one cut off by its run's cancel: the customer
+    stopped it, and it has no verdict (neither a success nor a failure of the day)."""
+    return attempt_outcome != CANCELLED
 
 
 def _sqlstate(exc):
@@ -177,7 +183,7 @@ def _outcome(result, *, moved=True):
     return Outcome(
         execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
         status=result.status if moved else S.RUNNING, finished_at=a.finished_at, attempt_number=a.number,
-        attempt_counted=True, error_kind=a.error_kind, error_message=a.error_message,
+        attempt_counted=metered(a.outcome), error_kind=a.error_kind, error_message=a.error_message,
         response_status=a.response_status, duration_ms=a.duration_ms, moved=moved,
     )
 
@@ -279,7 +285,7 @@ def record_attempt(execution, *, attempt, status, next_attempt_at, auto_disable_
         run_outcome_hooks([Outcome(
             execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
             status=status if changed else S.RUNNING, finished_at=attempt.finished_at,
-            attempt_number=attempt.number, attempt_counted=True, error_kind=attempt.error_kind,
+            attempt_number=attempt.number, attempt_counted=metered(attempt.outcome), error_kind=attempt.error_kind,
             error_message=attempt.error_message, response_status=attempt.response_status,
             duration_ms=attempt.duration_ms, moved=bool(changed),
         )])
@@ -299,7 +305,7 @@ def _finish(execution, status, attempt, next_attempt_at):
     else:
         values["finished_at"] = attempt.finished_at
     changed = Execution.objects.filter(id=execution.id, status=S.RUNNING).update(**values)
-    if not changed:
+    if not changed and status != S.CANCELLED:
         log.warning("execution %s: lease lost before its attempt %d was recorded", execution.id, attempt.number)
     return changed
 

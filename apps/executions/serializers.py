@@ -82,6 +82,12 @@ class UtcDateTimeField(serializers.DateTimeField):
         return super().to_representation(value)
 
 
+class CancelledBySerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["user", "api_key", "operator", "system"])
+    id = serializers.CharField(allow_null=True)
+    name = serializers.CharField(help_text="The user's email or the API key's name.")
+
+
 class ExecutionSerializer(serializers.ModelSerializer):
     serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
                                 models.DateTimeField: UtcDateTimeField}
@@ -93,12 +99,17 @@ class ExecutionSerializer(serializers.ModelSerializer):
     upstream_executions = serializers.ListField(
         child=serializers.UUIDField(), read_only=True,
         help_text="For a run started by its upstream jobs (trigger `dependency`): the upstream executions.")
+    job_version = serializers.IntegerField(
+        read_only=True, allow_null=True,
+        help_text="The job version this run was made with (GET /jobs/{id}/versions/{n}/); null before versions.")
+    cancelled_by = CancelledBySerializer(read_only=True, allow_null=True,
+                                         help_text="Who cancelled the run (status `cancelled`), else null.")
 
     class Meta:
         model = Execution
         fields = ["id", "job", "scheduled_for", "trigger", "status", "skip_reason", "attempt", "replay_of",
                   "created_at", "started_at", "finished_at", "duration_ms", "response", "error",
-                  "workflow_run_id", "upstream_executions"]
+                  "workflow_run_id", "upstream_executions", "job_version", "cancelled_at", "cancelled_by"]
         read_only_fields = fields
 
     @extend_schema_field(ExecutionResponseSerializer)

@@ -48,6 +48,8 @@ ERROR_CODES = {
     "conflict": "the request conflicts with the object's state",
     "project_not_empty": "the project still has jobs; delete with ?force=true",
     "execution_not_finished": "only finished executions can be replayed",
+    "execution_finished": "the execution finished before the cancel; its outcome stands (`status` says which)",
+    "version_conflict": "the job version cannot be restored as it is (its project or an upstream job is gone)",
     "already_member": "the user is already a member",
     "last_owner": "an organization keeps at least one owner",
     "idempotency_key_reused": "the Idempotency-Key was used with a different body",
