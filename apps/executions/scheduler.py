@@ -52,7 +52,7 @@ CLAIM_IDLE_TIMEOUT_MS = 10_000
 CLAIM_FIELDS = [
     "id", "organization_id", "schedule_type", "cron_expression", "interval_seconds", "run_at",
     "timezone", "start_at", "end_at", "jitter_seconds", "misfire_policy", "misfire_grace_seconds",
-    "overlap_policy", "region", "next_run_at", "created_at",
+    "overlap_policy", "region", "next_run_at", "created_at", "version",
 ]
 #: A claimed job as a tick sees it: the claim fields, its organization's state and (for
 #: overlap ``forbid`` only) the id of a run of it still queued or running. It quacks
@@ -77,9 +77,10 @@ class TickResult:
 
 
 #: One occurrence to insert (ids are made for the whole batch, see _uuid7s); every other
-#: Execution column takes the model's default.
+#: Execution column takes the model's default. ``job_version`` comes with the claimed job
+#: (its ``version`` column): no query of its own.
 _Row = namedtuple("_Row", ["job_id", "organization_id", "scheduled_for", "status", "skip_reason",
-                           "queue", "published_at", "finished_at"])
+                           "queue", "published_at", "finished_at", "job_version"])
 
 
 # What the tick needs besides the job's own columns comes from correlated scalar
@@ -227,11 +228,11 @@ def _due_occurrences(job, schedule, now):
 
 
 def _queued(job, at, queue, now):
-    return _Row(job.id, job.organization_id, at, QUEUED, "", queue, now, None)
+    return _Row(job.id, job.organization_id, at, QUEUED, "", queue, now, None, job.version)
 
 
 def _skipped(job, at, reason, now):
-    return _Row(job.id, job.organization_id, at, SKIPPED, reason, "", None, now)
+    return _Row(job.id, job.organization_id, at, SKIPPED, reason, "", None, now, job.version)
 
 
 def _uuid7s(count):

@@ -18,7 +18,7 @@ def trigger_now(job, *, now=None, trigger=Execution.Trigger.MANUAL, replay_of=No
         execution = Execution.objects.create(
             job=job, organization_id=job.organization_id, scheduled_for=now, trigger=trigger,
             status=Execution.Status.QUEUED, queue=queue, created_at=now, published_at=now,
-            replay_of=replay_of,
+            replay_of=replay_of, job_version=job.version,
         )
         events.changed([execution], Execution.Status.QUEUED, "", now)
     transaction.on_commit(lambda: publishing.publish({queue: [execution.id]}))

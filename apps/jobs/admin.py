@@ -1,7 +1,8 @@
 from django.contrib import admin
+from django.db import transaction
 
-from . import services
-from .models import Job
+from . import services, versions
+from .models import Job, JobVersion
 
 
 @admin.register(Job)
@@ -17,6 +18,19 @@ class JobAdmin(admin.ModelAdmin):
     show_full_result_count = False
     actions = ["pause", "resume"]
 
+    def save_model(self, request, obj, form, change):
+        """An operator's edit keeps a version too (apps.jobs.versions), in the save's transaction."""
+        author = versions.Author(user=request.user)
+        with transaction.atomic():
+            if not change:
+                super().save_model(request, obj, form, change)
+                versions.record(obj, None, [], author=author, source=JobVersion.Source.ADMIN)
+                return
+            dependencies = versions.stored_dependencies(obj)
+            before = versions.definition(Job.objects.get(pk=obj.pk), dependencies)
+            versions.record(obj, before, dependencies, author=author, source=JobVersion.Source.ADMIN)
+            super().save_model(request, obj, form, change)
+
     @admin.action(description="Pause the selected jobs")
     def pause(self, request, queryset):
         for job in queryset.filter(enabled=True):
@@ -28,3 +42,25 @@ class JobAdmin(admin.ModelAdmin):
         for job in queryset.filter(enabled=False):
             services.resume_job(job)
         self.message_user(request, "Resumed the selected jobs.")
+
+
+@admin.register(JobVersion)
+class JobVersionAdmin(admin.ModelAdmin):
+    """Versions are written by the job services only: read here, never edited."""
+
+    list_display = ["job", "number", "created_at", "source", "actor_user", "actor_api_key", "rollback_of"]
+    list_filter = ["source"]
+    search_fields = ["=job__id", "job__name"]
+    list_select_related = ["job", "actor_user", "actor_api_key"]
+    raw_id_fields = ["job", "organization", "actor_user", "actor_api_key"]
+    exclude = ["secrets"]  # encrypted; never shown
+    show_full_result_count = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

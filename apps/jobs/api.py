@@ -46,6 +46,7 @@ from .serializers import (
     RunsSerializer, SchedulePreviewSerializer, import_crontab, attach_links, load_links, plan_limit_error,
 )
 from .services import pause_job, resume_job
+from .versions_api import JobVersionActions
 from .validation import PlanLimit
 
 JOB_EXAMPLE = OpenApiExample(
@@ -179,7 +180,7 @@ def _job_of(actor, pk):
     import_crontab=extend_schema(request=ImportCrontabSerializer, responses={200: ImportResultSerializer,
                                                                              201: ImportResultSerializer}),
 )
-class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
+class JobViewSet(JobVersionActions, ApiViewMixin, viewsets.ModelViewSet):
     queryset = Job.objects.none()  # for the schema; get_queryset scopes the real one
     serializer_class = JobSerializer
     filter_backends = [FilterBackend, filters.OrderingFilter]
@@ -210,7 +211,8 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def known_count(self):
         """The list's total when it shows every job of the organization: the count the
         database keeps (jobcount), not a COUNT over the organization's jobs (9 ms at 10,000)."""
-        if self.actor.project_ids is not None or names_a_filter(self.request.query_params, self.filterset_class):
+        if (self.action != "list" or self.actor.project_ids is not None
+                or names_a_filter(self.request.query_params, self.filterset_class)):
             return None
         return job_count(self.actor.organization.pk)
 

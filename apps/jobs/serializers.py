@@ -25,8 +25,8 @@ from cronsvc.delivery.masking import MASK, SECRET_HEADER_NAMES
 from cronsvc.ids import uuid_or_none
 from cronsvc.schedules import ScheduleError, describe, parse_crontab, parse_schedule, schedule_to_dict
 
-from . import jobcount, validation
-from .models import Job, JobDependency
+from . import jobcount, validation, versions
+from .models import Job, JobDependency, JobVersion
 from .scheduling import job_schedule
 from .services import pause_job, reschedule, resume_job
 
@@ -541,6 +541,14 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
 
     # -- saving
 
+    def _author(self):
+        actor = self.context["actor"]
+        return versions.Author(user=actor.user, api_key=actor.api_key)
+
+    def _source(self):
+        """Which door the change came through, for its version (the pages and the import say)."""
+        return self.context.get("version_source", JobVersion.Source.API)
+
     def create(self, validated_data):
         actor = self.context["actor"]
         # No savepoint of its own inside a caller's transaction (the API's, with the audit
@@ -556,6 +564,8 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
             self._check_dependencies(job)
             rows.insert(job)  # job.save() without the ORM's insert compiler
             self._save_dependencies(job)
+            versions.record(job, None, [(upstream.pk, on) for upstream, on in self._links or ()],
+                            author=self._author(), source=self._source())
         if not self._links:
             job.loaded_links = {"upstream_links": [], "downstream_links": []}  # a new job has none
         return job
@@ -563,6 +573,10 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
     def update(self, job, validated_data):
         enabled = validated_data.pop("enabled", job.enabled)
         changed = self._changed(validated_data)
+        dependencies = [(link.upstream_id, link.on) for link in _links(job, "upstream_links")]
+        before = versions.definition(job, dependencies)
+        if self._links is not None:
+            dependencies = [(upstream.pk, on) for upstream, on in self._links]
         for name, value in validated_data.items():
             setattr(job, name, value)
         job.organization_id = job.project.organization_id
@@ -571,6 +585,8 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
             _not_expired_without_schedule(job)
         with transaction.atomic():
             self._check_dependencies(job)
+            # Before the save, which then writes the version's number (see versions.record).
+            versions.record(job, before, dependencies, author=self._author(), source=self._source())
             job.save()
             self._save_dependencies(job)
             if enabled and not job.enabled:
@@ -797,7 +813,7 @@ def _within_quota(accepted, actor, lines):
 
 
 def _create(body, context):
-    serializer = JobSerializer(data=body, context=context)
+    serializer = JobSerializer(data=body, context={**context, "version_source": JobVersion.Source.IMPORT})
     serializer.is_valid(raise_exception=True)
     return serializer.save()
 

@@ -7,6 +7,7 @@ from apps.notifications import views as notification_views
 from apps.workflows import views as workflow_views
 
 from .views import auth, jobs, operations, sso
+from .views import runs
 from .views import settings as settings_views
 
 app_name = "web"
@@ -39,6 +40,9 @@ urlpatterns = [
     path("jobs/<uuid:pk>/duplicate/", jobs.job_duplicate, name="job_duplicate"),
     path("jobs/<uuid:pk>/delete/", jobs.job_delete, name="job_delete"),
     path("executions/<uuid:pk>/", jobs.execution_detail, name="execution_detail"),
+    path("executions/<uuid:pk>/cancel/", runs.execution_cancel, name="execution_cancel"),
+    path("jobs/<uuid:pk>/versions/", runs.job_versions, name="job_versions"),
+    path("jobs/<uuid:pk>/versions/<int:number>/rollback/", runs.job_version_rollback, name="job_version_rollback"),
     path("workflow-runs/<uuid:pk>/", workflow_views.workflow_run, name="workflow_run"),
     path("dead-letter/", operations.dead_letter, name="dead_letter"),
     path("dead-letter/replay/", operations.dead_letter_replay, name="dead_letter_replay"),

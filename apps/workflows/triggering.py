@@ -153,7 +153,7 @@ def _insert(job, run_id, sources, *, skip_reason, now):
         status=Execution.Status.SKIPPED if skipped else Execution.Status.QUEUED, skip_reason=skip_reason or "",
         queue=queue_for(job.organization.plan.queue, job.region), created_at=now, scheduled_for=now,
         published_at=None if skipped else now, finished_at=now if skipped else None,
-        workflow_run_id=run_id, upstream_executions=sources,
+        workflow_run_id=run_id, upstream_executions=sources, job_version=job.version,
     )
     # (job, scheduled_for, trigger) is unique too: another workflow run of this job decided
     # at the very same microsecond takes the next one.

@@ -69,7 +69,7 @@ def get_job(request, pk):
 
 
 def serializer_context(request):
-    return {"actor": request.actor, "request": request}
+    return {"actor": request.actor, "request": request, "version_source": "page"}
 
 
 def is_htmx(request):
@@ -365,7 +365,8 @@ def _history_context(request, job):
     for execution in page.object_list:
         if execution.started_at:
             execution.lateness_ms = max(0, int((execution.started_at - execution.scheduled_for).total_seconds() * 1000))
-    return {"history": page, "history_status": status, "execution_statuses": Execution.Status.choices}
+    return {"history": page, "history_status": status, "execution_statuses": Execution.Status.choices,
+            "can_edit": request.actor.has_role(Role.DEVELOPER)}
 
 
 def _stats_context(job, range_name, now):

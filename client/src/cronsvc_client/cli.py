@@ -288,9 +288,11 @@ def job_body(options, current_schedule=None, *, timezone_needs_job=None):
 
 @jobs.command("create")
 @job_options
+@click.option("--idempotency-key", help="Run the command again with the same key (and options) within 24 h: "
+                                        "the job created the first time is printed, no second one is made.")
 @output_option
 @with_client
-def jobs_create(client, output, **options):
+def jobs_create(client, output, idempotency_key, **options):
     """Create a job, e.g. `cronsvc jobs create --name Nightly --cron '0 3 * * *' --url https://...`."""
     body = job_body(options)
     missing = [f"--{key}" for key in ("name", "url") if not (body.get(key) or (body.get("request") or {}).get(key))]
@@ -298,7 +300,7 @@ def jobs_create(client, output, **options):
         missing.append("--cron, --every or --at")
     if missing:
         raise click.UsageError(f"Missing {', '.join(missing)} (or give them in --file).")
-    emit_one(client.create_job(body), output)
+    emit_one(client.create_job(body, idempotency_key=idempotency_key), output)
 
 
 @jobs.command("update")
