@@ -89,7 +89,9 @@ def _move_waiting_runs(organization, plan):
     waiting = Execution.objects.filter(organization=organization, status=Execution.Status.QUEUED,
                                        published_at__isnull=True)
     moved = 0
-    regions = Job.objects.for_organization(organization).values_list("region", flat=True).distinct()
-    for region in set(regions):
-        moved += waiting.filter(job__region=region).update(queue=queue_for(plan.queue, region))
+    # by region and priority: each run keeps its sub-queue (apps.executions.routing)
+    kinds = Job.objects.for_organization(organization).values_list("region", "priority").distinct()
+    for region, priority in set(kinds):
+        moved += waiting.filter(job__region=region, job__priority=priority).update(
+            queue=queue_for(plan.queue, region, priority))
     return moved

@@ -20,6 +20,8 @@ from apps.observability import metrics
 from apps.observability.heartbeats import Beat
 
 from . import broker_queues, publishing, sweeper
+from .overload import OverloadGate
+from .routing import LOW, queue_for
 from .scheduler import claim_due
 
 log = logging.getLogger("cronsvc.scheduler")
@@ -42,6 +44,7 @@ class SchedulerLoop:
         self.clock = clock
         self.state = LoopState()
         self.heartbeat = Beat("scheduler")
+        self.overload = OverloadGate()
 
     def install_signal_handlers(self):
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -71,11 +74,12 @@ class SchedulerLoop:
         close_old_connections()
         now = self.clock()
         self.heartbeat.beat()  # at most every HEARTBEAT_INTERVAL seconds
-        result = claim_due(now, self.batch_size)
+        overloaded = self.overload.overloaded()
+        result = claim_due(now, self.batch_size, overloaded)
         published = self._publish(result.to_publish)
         if result.claimed:
             self._log_tick(result, published)
-        self._publish_due_retries(now)
+        self._publish_due_retries(now, overloaded)
         check_monitors(now)  # heartbeat monitors past their grace go late/down (decided once)
         relayed = self._relay_events()
         self._maybe_sweep()
@@ -103,13 +107,14 @@ class SchedulerLoop:
         lag_p50 = statistics.median(lags) if lags else 0.0
         metrics.record_dispatch(lags, published)
         log.info(
-            "scheduler tick: claimed=%d created=%d skipped=%d expired=%d published=%d lag_p50=%.3fs lag_max=%.3fs",
-            result.claimed, result.created, result.skipped, result.expired, published,
+            "scheduler tick: claimed=%d created=%d skipped=%d expired=%d deferred=%d published=%d lag_p50=%.3fs "
+            "lag_max=%.3fs", result.claimed, result.created, result.skipped, result.expired, result.deferred, published,
             lag_p50, lags[-1] if lags else 0.0,
         )
 
-    def _publish_due_retries(self, now):
-        rows = sweeper.due_retries(now)
+    def _publish_due_retries(self, now, overloaded=frozenset()):
+        held = [queue_for(queue, priority=LOW) for queue in overloaded]
+        rows = sweeper.due_retries(now, held_queues=held)
         if rows:
             publishing.publish(publishing.group_by_queue(rows))
             metrics.RETRIES_PUBLISHED.inc(len(rows))

@@ -100,6 +100,12 @@ class Execution(models.Model):
     remote_addr = models.CharField(max_length=64, blank=True)
     error_kind = models.CharField(max_length=30, blank=True)
     error_message = models.TextField(blank=True)
+    # Run control (docs/run-control.md): why the run did not start at its occurrence
+    # ("outside_window": moved to the window's next opening, which is scheduled_for;
+    # "overload": held back while its plan's queue was overloaded) and, for a window,
+    # the occurrence it was moved from. Database default: raw INSERTs omit it.
+    defer_reason = models.CharField(max_length=20, blank=True, default="", db_default="")
+    deferred_from = models.DateTimeField(null=True, blank=True)
 
     # Run control (apps.executions.cancelling): who stopped the run and when, as
     # {"kind": "user"|"api_key"|"operator", "id": ..., "name": ...}.

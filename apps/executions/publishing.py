@@ -22,10 +22,16 @@ from django.conf import settings
 from config.brokers import CONFIRM_TIMEOUT
 from config.celery import app
 
+from .routing import LOW, priority_of
+
 log = logging.getLogger(__name__)
 
 RUN_TASK = "apps.executions.tasks.run_executions"
 PUBLISH_CHUNK = 100  # per message: the worker pays its per-message and per-claim costs once (bench/bench_delivery.py)
+#: Low-priority runs go out in small messages: a worker process takes its next message (a
+#: high one first, routing.py) only when it has finished the one in hand, so the size of a
+#: low message bounds how long a high run waits behind a low backlog (bench/bench_priority.py).
+LOW_PRIORITY_CHUNK = 10
 
 
 def chunked(items, size):
@@ -43,7 +49,8 @@ def publish(ids_by_queue):
         with app.producer_pool.acquire(block=True) as producer:
             with producer.batch():
                 for queue, ids in ids_by_queue.items():
-                    for chunk in chunked([str(i) for i in ids], PUBLISH_CHUNK):
+                    size = LOW_PRIORITY_CHUNK if priority_of(queue) == LOW else PUBLISH_CHUNK
+                    for chunk in chunked([str(i) for i in ids], size):
                         app.send_task(RUN_TASK, args=[chunk], queue=queue, producer=producer,
                                       confirm_timeout=CONFIRM_TIMEOUT)
                         if confirmed_each:

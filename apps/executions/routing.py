@@ -28,6 +28,11 @@ def base_queue(queue):
     return queue.partition(_SEPARATOR)[0]
 
 
+def priority_of(queue):
+    """The priority a queue's runs have (its sub-queue's suffix)."""
+    return queue.partition(_SEPARATOR)[2] or NORMAL
+
+
 def priority_queues(queue):
     """A plan queue's sub-queues in the order workers consume them."""
     return [queue_for(queue, priority=priority) for priority in PRIORITY_ORDER]

@@ -33,6 +33,7 @@ from apps.accounts.models import Organization
 from apps.eventstream import outbox
 from apps.jobs.models import Job
 from apps.jobs.scheduling import due_time, job_schedule, occurrence_of
+from apps.jobs.windowing import apply_windows
 from cronsvc.misfire import plan_catch_up
 from cronsvc.schedules import next_run
 
@@ -54,6 +55,8 @@ CLAIM_FIELDS = [
     "timezone", "start_at", "end_at", "jitter_seconds", "misfire_policy", "misfire_grace_seconds",
     "overlap_policy", "region", "next_run_at", "created_at", "version",
 ]
+#: Run control (docs/run-control.md): the priority routes its runs, the windows place them.
+CLAIM_FIELDS += ["priority", "windows", "blackouts", "outside_window"]
 #: A claimed job as a tick sees it: the claim fields, its organization's state and (for
 #: overlap ``forbid`` only) the id of a run of it still queued or running. It quacks
 #: like a Job for apps.jobs.scheduling (job_schedule, due_time, ...).
@@ -63,6 +66,8 @@ QUEUED = Execution.Status.QUEUED.value
 SKIPPED = Execution.Status.SKIPPED.value
 SCHEDULE = Execution.Trigger.SCHEDULE.value
 FORBID = Job.OverlapPolicy.FORBID.value
+LOW = Job.Priority.LOW.value
+OVERLOAD = "overload"
 RUN_ALL = Job.MisfirePolicy.RUN_ALL.value
 RUN_ONCE = Job.MisfirePolicy.RUN_ONCE.value
 
@@ -73,6 +78,7 @@ class TickResult:
     created: int = 0
     skipped: int = 0
     expired: int = 0
+    deferred: int = 0  # held for a window's opening or while the plan's queue is overloaded
     to_publish: list = field(default_factory=list)  # (execution id, queue, due_at)
 
 
@@ -81,6 +87,10 @@ class TickResult:
 #: (its ``version`` column): no query of its own.
 _Row = namedtuple("_Row", ["job_id", "organization_id", "scheduled_for", "status", "skip_reason",
                            "queue", "published_at", "finished_at", "job_version"])
+#: Run control's columns (docs/run-control.md), set only on a deferred run: published
+#: later (by sweeper.due_retries, at ``next_attempt_at`` or once the queue drains).
+_Row = namedtuple("_Row", [*_Row._fields, "next_attempt_at", "deferred_from", "defer_reason"],
+                  defaults=(None, None, ""))
 
 
 # What the tick needs besides the job's own columns comes from correlated scalar
@@ -106,9 +116,10 @@ _UNFINISHED_RUN = Case(
 )
 
 
-def claim_due(now, batch_size):
+def claim_due(now, batch_size, overloaded=frozenset()):
     """Run one claim transaction. Returns a TickResult whose ``to_publish`` lists the
-    executions to publish once this function has returned (the transaction committed)."""
+    executions to publish once this function has returned (the transaction committed).
+    ``overloaded``: the base queues whose low-priority runs are held (overload.py)."""
     with transaction.atomic():
         _limit_idle_time()
         rows = _fetch(
@@ -120,7 +131,7 @@ def claim_due(now, batch_size):
         )
         if not rows:
             return TickResult()
-        return _process_batch([ClaimedJob._make(row) for row in rows], now)
+        return _process_batch([ClaimedJob._make(row) for row in rows], now, overloaded)
 
 
 def _fetch(queryset):
@@ -148,11 +159,11 @@ def _limit_idle_time():
             cursor.execute(f"SET LOCAL idle_in_transaction_session_timeout = {CLAIM_IDLE_TIMEOUT_MS}")
 
 
-def _process_batch(jobs, now):
+def _process_batch(jobs, now, overloaded=frozenset()):
     result = TickResult(claimed=len(jobs))
     rows, due_at, updates = [], [], []
     for job in jobs:
-        job_rows, new_next = _occurrences_for(job, now)
+        job_rows, new_next = _occurrences_for(job, now, overloaded)
         for row in job_rows:
             rows.append(row)
             due_at.append(due_time(row.scheduled_for, job) if row.status == QUEUED else None)
@@ -169,13 +180,16 @@ def _process_batch(jobs, now):
             continue
         if row.status == QUEUED:
             result.created += 1
-            result.to_publish.append((execution_id, row.queue, due))
+            if row.published_at is None:
+                result.deferred += 1
+            else:
+                result.to_publish.append((execution_id, row.queue, due))
         else:
             result.skipped += 1
     return result
 
 
-def _occurrences_for(job, now):
+def _occurrences_for(job, now, overloaded=frozenset()):
     """Rows to insert for one claimed job, and its next due time (None: no more)."""
     schedule = job_schedule(job)
     due, following = _due_occurrences(job, schedule, now)
@@ -193,14 +207,27 @@ def _occurrences_for(job, now):
             on_time_seconds=settings.MISFIRE_ON_TIME_SECONDS,
         )
         runs, skips = plan.run, plan.skip
-    queue = queue_for(job.org_queue, job.region)
-    rows = [_skipped(job, at, reason, now) for at, reason in skips]
+    runs, outside, deferred, following = apply_windows(job, schedule, runs, following)
+    queue = queue_for(job.org_queue, job.region, job.priority)
+    held = job.priority == LOW and queue_for(job.org_queue, job.region) in overloaded
+    rows = [_skipped(job, at, reason, now) for at, reason in [*skips, *outside]]
     for index, at in enumerate(runs):
         if job.overlap_policy == FORBID and (job.unfinished_run is not None or index > 0):
             rows.append(_skipped(job, at, "overlap", now))
+        elif held:
+            rows.append(_queued(job, at, queue, now)._replace(published_at=None, defer_reason=OVERLOAD))
         else:
             rows.append(_queued(job, at, queue, now))
+    rows.extend(_deferred_to_opening(job, placed, queue, now) for placed in deferred)
     return rows, due_time(following, job)
+
+
+def _deferred_to_opening(job, placed, queue, now):
+    """A run moved out of a closed window to its next opening: due then (plus the job's
+    jitter), published by the scheduler's due_retries round when that time comes."""
+    return _queued(job, placed.at, queue, now)._replace(
+        published_at=None, next_attempt_at=due_time(placed.at, job), deferred_from=placed.occurrence,
+        defer_reason=placed.reason)
 
 
 def _due_occurrences(job, schedule, now):

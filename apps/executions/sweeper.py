@@ -37,12 +37,16 @@ def _claim(queryset, limit, **changes):
         return list(Execution.objects.filter(id__in=ids).values_list("id", "queue"))
 
 
-def due_retries(now, *, limit=1000):
+def due_retries(now, *, limit=1000, held_queues=()):
     """Mark and return (id, queue) of queued runs never published whose time has come:
     retries waiting in the database, runs held back by a concurrency cap or an open
-    circuit. The scheduler asks every tick, so a retry starts within about a second."""
+    circuit, runs deferred to a window's opening, and low-priority runs held while their
+    queue was overloaded, unless it still is (their queue in ``held_queues``; overload.py).
+    The scheduler asks every tick, so a retry starts within about a second."""
     never_published = Q(published_at__isnull=True) & (Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
     queryset = Execution.objects.filter(Q(status=QUEUED) & never_published)
+    if held_queues:
+        queryset = queryset.exclude(defer_reason="overload", queue__in=list(held_queues))
     return _claim(queryset.order_by("next_attempt_at"), limit, published_at=now)
 
 

@@ -47,6 +47,15 @@ class Job(models.Model):
         ALLOW = "allow", "Allow overlapping runs"
         FORBID = "forbid", "Skip while the previous run is still running"
 
+    class OutsideWindow(models.TextChoices):
+        SKIP = "skip", "Skip occurrences outside the windows"
+        DEFER = "defer", "Defer them to the next window opening"
+
+    class Priority(models.TextChoices):
+        HIGH = "high", "High"
+        NORMAL = "normal", "Normal"
+        LOW = "low", "Low (deferred while the plan's queue is overloaded)"
+
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # No single-column indexes on project and organization: job_project_name and
     # job_org_name lead with them.
@@ -104,6 +113,15 @@ class Job(models.Model):
     rate_limit_per_minute = models.PositiveIntegerField(
         null=True, blank=True, help_text="At most this many requests a minute (token bucket); empty: no limit."
     )
+    # Run control (docs/run-control.md). Windows and blackouts are in the job's timezone,
+    # in the API's shape (cronsvc.schedules.window_parse); [] means none. Database
+    # defaults: hand-written INSERTs elsewhere omit these columns.
+    windows = models.JSONField(default=list, db_default=[], blank=True)
+    blackouts = models.JSONField(default=list, db_default=[], blank=True)
+    outside_window = models.CharField(max_length=5, choices=OutsideWindow.choices, default=OutsideWindow.SKIP,
+                                      db_default=OutsideWindow.SKIP)
+    priority = models.CharField(max_length=6, choices=Priority.choices, default=Priority.NORMAL,
+                                db_default=Priority.NORMAL)
 
     # Running state
     next_run_at = models.DateTimeField(null=True, blank=True)
