@@ -58,9 +58,11 @@ def _http(allow_private, networks, ports):
 
 
 def redirect_uri(request):
+    """SITE_URL's callback, not the request's host: the provider matches the URI registered
+    there exactly, and a Host header must not choose where codes are sent."""
     from django.urls import reverse
 
-    return request.build_absolute_uri(reverse("web:sso_callback"))
+    return settings.SITE_URL + reverse("web:sso_callback")
 
 
 # --- which organization

@@ -62,9 +62,10 @@ def test_an_owner_logs_in_with_a_password_as_the_audited_break_glass_way(tenant)
     assert AuditEvent.objects.filter(organization=tenant.organization, action="sso.break_glass_login").exists()
 
 
-def test_the_owner_configures_sso_and_the_secret_is_encrypted_at_rest(tenant, owner):
+def test_the_owner_configures_sso_and_the_secret_is_encrypted_at_rest(tenant, owner, settings):
+    settings.SITE_URL = "https://cron.example.com"
     page = owner.get("/settings/sso/")
-    assert page.status_code == 200 and "http://testserver/sso/callback/" in page.content.decode()
+    assert page.status_code == 200 and "https://cron.example.com/sso/callback/" in page.content.decode()
 
     response = owner.post("/settings/sso/", {
         "issuer": "https://idp.example.com/realms/main/", "client_id": "cronsvc", "client_secret": "s3cret-at-rest",

@@ -31,9 +31,11 @@ def provider(live_server, tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _provider_reachable(settings):
-    """The provider listens on loopback, which the outbound guard refuses unless allowed."""
+def _provider_reachable(settings, live_server):
+    """The provider listens on loopback, which the outbound guard refuses unless allowed; the
+    redirect URI is SITE_URL's."""
     settings.SSO_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    settings.SITE_URL = live_server.url
 
 
 def configure(tenant, provider, application="cronsvc", **fields):
