@@ -1,15 +1,42 @@
+from django import forms
 from django.contrib import admin
 from django.db import transaction
+
+from cronsvc.schedules import ScheduleError
+from cronsvc.schedules.window_parse import blackouts_to_list, parse_blackouts, parse_windows, windows_to_list
 
 from . import services, versions
 from .models import Job, JobVersion
 
 
+class JobAdminForm(forms.ModelForm):
+    """Windows and blackouts checked by the engine's parser, as the API checks them."""
+
+    class Meta:
+        model = Job
+        fields = "__all__"  # noqa: DJ007 - the admin edits every column
+
+    def clean_windows(self):
+        return _engine_checked(self.cleaned_data.get("windows"), parse_windows, windows_to_list, "windows")
+
+    def clean_blackouts(self):
+        return _engine_checked(self.cleaned_data.get("blackouts"), parse_blackouts, blackouts_to_list, "blackouts")
+
+
+def _engine_checked(value, parse, to_list, field):
+    try:
+        return to_list(parse(value, field))
+    except ScheduleError as exc:
+        raise forms.ValidationError(exc.message, code=exc.code) from None
+
+
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
+    form = JobAdminForm
     list_display = ["name", "organization", "project", "schedule_type", "cron_expression", "enabled",
-                    "next_run_at", "last_status", "consecutive_failures"]
-    list_filter = ["enabled", "schedule_type", "last_status", "misfire_policy", "overlap_policy"]
+                    "priority", "next_run_at", "last_status", "consecutive_failures"]
+    list_filter = ["enabled", "schedule_type", "last_status", "priority", "outside_window", "misfire_policy",
+                   "overlap_policy"]
     search_fields = ["name", "url", "organization__name", "project__name"]
     list_select_related = ["organization", "project"]
     raw_id_fields = ["organization", "project"]

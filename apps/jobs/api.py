@@ -47,6 +47,7 @@ from .serializers import (
 )
 from .services import pause_job, resume_job
 from .versions_api import JobVersionActions
+from .windowing import job_next_runs
 from .validation import PlanLimit
 
 JOB_EXAMPLE = OpenApiExample(
@@ -88,6 +89,17 @@ def runs_payload(schedule, runs):
         "runs": [{"at": format_instant(run), "local": run.astimezone(zone).isoformat()} for run in runs],
         "description": describe(schedule),
     }
+
+
+def placed_runs_payload(schedule, placed):
+    """runs_payload for occurrences placed by execution windows: a deferred run at its
+    real time with the occurrence it comes from, a skipped one marked with its reason."""
+    payload = runs_payload(schedule, [p.at or p.occurrence for p in placed])
+    for run, p in zip(payload["runs"], placed):
+        run["status"] = "skipped" if p.at is None else "deferred" if p.at != p.occurrence else "run"
+        run["reason"] = p.reason
+        run["occurrence"] = format_instant(p.occurrence)
+    return payload
 
 
 class JobFilter(django_filters.FilterSet):
@@ -169,7 +181,9 @@ def _job_of(actor, pk):
                           description="Run the job now, outside its schedule."),
     next_runs=extend_schema(parameters=[NextRunsQuerySerializer], responses=RunsSerializer, description=(
         "The job's next runs. A job with schedule `{\"type\": \"none\"}` runs only after its upstream jobs: "
-        "`runs` is empty and `description` says so.")),
+        "`runs` is empty and `description` says so. With execution windows, each run says what becomes of its "
+        "occurrence: `status` `run`, `skipped` (reason `outside_window`; `at` is the occurrence) or `deferred` "
+        "(`at` is when it really runs, the windows' next opening; `occurrence` the schedule's time).")),
     executions=extend_schema(responses=ExecutionSerializer(many=True), filters=True),
     stats=extend_schema(parameters=[WINDOW], responses=StatsSerializer, examples=[STATS_EXAMPLE],
                         description=STATS_DESCRIPTION),
@@ -291,9 +305,8 @@ class JobViewSet(JobVersionActions, ApiViewMixin, viewsets.ModelViewSet):
         if job.schedule_type == Job.ScheduleType.NONE:  # its upstream jobs start it: no run of its own
             return Response({"runs": [], "description": NO_SCHEDULE_DESCRIPTION})
         after = query.validated_data.get("after") or timezone.now()
-        schedule = job_schedule(job)
-        runs = next_runs(schedule, after, query.validated_data["count"], start_at=job.start_at, end_at=job.end_at)
-        return Response(runs_payload(schedule, runs))
+        placed = job_next_runs(job, after, query.validated_data["count"])
+        return Response(placed_runs_payload(job_schedule(job), placed))
 
     @action(detail=True, methods=["get"], filter_backends=[FilterBackend],
             filterset_class=ExecutionFilter, pagination_class=ExecutionCursorPagination,

@@ -36,6 +36,7 @@ API_PATH_TO_FIELD = {
     "misfire_policy": "misfire_policy", "misfire_grace_seconds": "misfire_grace_seconds",
     "overlap_policy": "overlap_policy", "region": "region",
     "dependencies": "dependencies", "dependency_mode": "dependency_mode",
+    "windows": "windows", "blackouts": "blackouts", "outside_window": "outside_window", "priority": "priority",
 }
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600}
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"
@@ -86,6 +87,8 @@ def form_values(job):
         "misfire_policy": job.misfire_policy, "misfire_grace_seconds": str(job.misfire_grace_seconds),
         "overlap_policy": job.overlap_policy, "region": job.region,
         "dependency_mode": job.dependency_mode, "dependencies": _dependency_rows_of(job),
+        "windows": windows_text(job.windows), "blackouts": blackouts_text(job.blackouts),
+        "outside_window": job.outside_window, "priority": job.priority,
     }
 
 
@@ -149,6 +152,10 @@ def job_data(post, *, stored_auth=None, regions=()):
         "overlap_policy": post.get("overlap_policy") or Job.OverlapPolicy.ALLOW,
         "dependencies": [{"job": upstream, "on": on} for upstream, on in _dependency_rows(post)],
         "dependency_mode": post.get("dependency_mode") or Job.DependencyMode.ALL,
+        "windows": windows_from_text(post.get("windows", "")),
+        "blackouts": blackouts_from_text(post.get("blackouts", "")),
+        "outside_window": post.get("outside_window") or Job.OutsideWindow.SKIP,
+        "priority": post.get("priority") or Job.Priority.NORMAL,
     }
     if regions:
         data["region"] = post.get("region", "")
@@ -312,3 +319,65 @@ def _number(value):
 def _checked(post, name):
     return post.get(name) in ("on", "true", "1")
 
+
+
+# --- execution windows: one per line in the form, the API's objects in the body ----------
+# "mon-fri 08:00-18:00", "sat,sun 22:00-06:00" (an end at or before the start closes the
+# next day: overnight); blackouts "2027-12-24..2027-12-26" or one date.
+
+_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def windows_text(windows):
+    return "\n".join(f"{_days_text(w['days'])} {w['start']}-{w['end']}" for w in windows or [])
+
+
+def _days_text(days):
+    indexes = [_DAYS.index(day) for day in days]
+    if len(indexes) > 2 and indexes == list(range(indexes[0], indexes[-1] + 1)):
+        return f"{days[0]}-{days[-1]}"
+    return ",".join(days)
+
+
+def windows_from_text(text):
+    """Each line as a window object; a line that does not parse goes on as given (its days
+    and times), so the API refuses it with its own message and path."""
+    windows = []
+    for line in _lines(text):
+        days_part, _, times = line.partition(" ")
+        start, _, end = times.strip().partition("-")
+        start, end = start.strip(), end.strip()
+        window = {"days": _expand_days(days_part), "start": start, "end": end}
+        if start and end and len(start) == len(end) == 5 and end <= start:
+            window["overnight"] = True
+        windows.append(window)
+    return windows
+
+
+def _expand_days(text):
+    days = []
+    for part in text.lower().split(","):
+        first, dash, last = part.strip().partition("-")
+        if dash and first in _DAYS and last in _DAYS:
+            begin, end = _DAYS.index(first), _DAYS.index(last)
+            days.extend(_DAYS[i % 7] for i in range(begin, end + 1 if end >= begin else end + 8))
+        elif part.strip():
+            days.append(part.strip())
+    return days
+
+
+def blackouts_text(blackouts):
+    return "\n".join(b["start"] if b["start"] == b["end"] else f"{b['start']}..{b['end']}"
+                     for b in blackouts or [])
+
+
+def blackouts_from_text(text):
+    found = []
+    for line in _lines(text):
+        start, _, end = line.partition("..")
+        found.append({"start": start.strip(), "end": (end or start).strip()})
+    return found
+
+
+def _lines(text):
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]

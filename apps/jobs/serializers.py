@@ -24,6 +24,7 @@ from apps.projects.models import Project
 from cronsvc.delivery.masking import MASK, SECRET_HEADER_NAMES
 from cronsvc.ids import uuid_or_none
 from cronsvc.schedules import ScheduleError, describe, parse_crontab, parse_schedule, schedule_to_dict
+from cronsvc.schedules.window_parse import blackouts_to_list, parse_blackouts, parse_windows, windows_to_list
 
 from . import jobcount, validation, versions
 from .models import Job, JobDependency, JobVersion
@@ -142,6 +143,50 @@ def to_model_fields(schedule, *, timezone_given=True):
         "run_at": schedule.at if kind == "once" else None,
         "timezone": data["timezone"] if timezone_given else None,
     }
+
+
+# --- execution windows ----------------------------------------------------------------
+
+
+class WindowSerializer(serializers.Serializer):
+    days = serializers.ListField(child=serializers.ChoiceField(choices=["mon", "tue", "wed", "thu", "fri", "sat",
+                                                                        "sun"]))
+    start = serializers.CharField(help_text="Local time HH:MM in the job's timezone.")
+    end = serializers.CharField(help_text="Local time HH:MM; after start, or at/before it with overnight.")
+    overnight = serializers.BooleanField(required=False, help_text="The window closes at `end` the next day.")
+
+
+class BlackoutSerializer(serializers.Serializer):
+    start = serializers.DateField(help_text="First local date (job's timezone) on which nothing runs.")
+    end = serializers.DateField(required=False, help_text="Last such date, included; default: start.")
+
+
+class _WindowListField(serializers.Field):
+    """A list parsed and normalised by the engine (cronsvc.schedules.window_parse); its
+    refusals keep their stable code, keyed by the path below the field."""
+
+    parse = to_list = None
+
+    def to_representation(self, value):
+        return value or []
+
+    def to_internal_value(self, data):
+        try:
+            return type(self).to_list(type(self).parse(data, self.field_name))
+        except ScheduleError as exc:
+            sub = exc.field.removeprefix(self.field_name).lstrip(".")
+            detail = ErrorDetail(exc.message, code=exc.code)
+            raise serializers.ValidationError({sub: [detail]} if sub else [detail]) from None
+
+
+@extend_schema_field(WindowSerializer(many=True))
+class WindowsField(_WindowListField):
+    parse, to_list = staticmethod(parse_windows), staticmethod(windows_to_list)
+
+
+@extend_schema_field(BlackoutSerializer(many=True))
+class BlackoutsField(_WindowListField):
+    parse, to_list = staticmethod(parse_blackouts), staticmethod(blackouts_to_list)
 
 
 # --- request --------------------------------------------------------------------------
@@ -391,6 +436,11 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
                                   "[] to remove all. Refused with `dependency_cycle` when they close a cycle.")
     dependents = serializers.SerializerMethodField(
         help_text="Jobs that run after this one: pausing or deleting this job stops them too.")
+    windows = WindowsField(required=False, help_text=(
+        "Execution windows in the job's timezone, at most 14, not overlapping; [] (default): any time. An "
+        "occurrence outside every window is skipped or deferred (`outside_window`). docs/run-control.md"))
+    blackouts = BlackoutsField(required=False, help_text=(
+        "Local dates (job's timezone) on which no run starts, at most 50; outside_window applies to them too."))
 
     class Meta:
         model = Job
@@ -400,6 +450,7 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
             "overlap_policy", "region", "next_run_at", "last_run_at", "last_status", "consecutive_failures",
             "paused_reason", "disabled_reason", "expired_at", "description_human", "created_at", "updated_at",
             "dependencies", "dependency_mode", "dependents",
+            "windows", "blackouts", "outside_window", "priority",
         ]
         read_only_fields = [
             "id", "next_run_at", "last_run_at", "last_status", "consecutive_failures", "paused_reason",
@@ -409,6 +460,11 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
             "jitter_seconds": {"max_value": 86400, "help_text": "Each run is due up to this much later "
                                                                  "(a stable offset per job)."},
             "misfire_grace_seconds": {"max_value": 7 * 86400},
+            "outside_window": {"help_text": "skip (default): an occurrence outside the windows is recorded as a "
+                                            "skipped run, reason `outside_window`; defer: it runs at the windows' "
+                                            "next opening instead (later occurrences up to it fold into that run)."},
+            "priority": {"help_text": "high runs are taken before normal and low ones of the same plan; low runs "
+                                      "are held back while the plan's queue is overloaded (docs/run-control.md)."},
         }
 
     def get_description_human(self, job) -> str:
@@ -727,6 +783,11 @@ class SchedulePreviewSerializer(StrictSerializer):
 class RunSerializer(serializers.Serializer):
     at = serializers.CharField(help_text="UTC, ISO 8601 with Z.")
     local = serializers.CharField(help_text="The same instant in the schedule's timezone, with its offset.")
+    status = serializers.ChoiceField(choices=["run", "skipped", "deferred"], required=False, help_text=(
+        "A job's next runs only: what its execution windows do to the occurrence (`run` when it has none)."))
+    reason = serializers.CharField(required=False, help_text="`outside_window` when skipped or deferred, else empty.")
+    occurrence = serializers.CharField(required=False, help_text="The schedule's own time (UTC); differs from `at` "
+                                                                  "when deferred.")
 
 
 class RunsSerializer(serializers.Serializer):

@@ -6,16 +6,21 @@ from apps.jobs.models import Job
 from tests.api.conftest import error_of, key_client
 
 
+def RUN(occurrence):
+    """What a job's next run says of its occurrence when no execution window moves it."""
+    return {"status": "run", "reason": "", "occurrence": occurrence}
+
+
 def test_next_runs_of_a_job_in_its_timezone(api, tenant, make_job):
     job = make_job(tenant, cron_expression="30 2 * * *", timezone="Europe/Berlin")
     response = api.get(f"/api/v1/jobs/{job.pk}/next-runs/?count=3&after=2027-03-27T00:00:00Z")
     assert response.status_code == 200
     assert response.json() == {
         "runs": [
-            {"at": "2027-03-27T01:30:00Z", "local": "2027-03-27T02:30:00+01:00"},
+            {"at": "2027-03-27T01:30:00Z", "local": "2027-03-27T02:30:00+01:00", **RUN("2027-03-27T01:30:00Z")},
             # 28 March: 02:30 does not exist in Berlin; Vixie cron runs it at the jump.
-            {"at": "2027-03-28T01:00:00Z", "local": "2027-03-28T03:00:00+02:00"},
-            {"at": "2027-03-29T00:30:00Z", "local": "2027-03-29T02:30:00+02:00"},
+            {"at": "2027-03-28T01:00:00Z", "local": "2027-03-28T03:00:00+02:00", **RUN("2027-03-28T01:00:00Z")},
+            {"at": "2027-03-29T00:30:00Z", "local": "2027-03-29T02:30:00+02:00", **RUN("2027-03-29T00:30:00Z")},
         ],
         "description": "At 02:30 (Europe/Berlin)",
     }

@@ -30,6 +30,7 @@ from apps.executions.purging import delete_job
 from apps.executions.triggers import trigger_now
 from apps.jobs import forms as job_forms
 from apps.jobs.api import JobFilter, runs_payload, validate_preview
+from apps.jobs.windowing import job_next_runs
 from apps.jobs.models import Job, JobDependency
 from apps.jobs.scheduling import job_schedule
 from apps.jobs.serializers import NO_SCHEDULE_DESCRIPTION, JobSerializer, SchedulePreviewSerializer
@@ -146,6 +147,7 @@ def _form_context(request, values, errors, job=None):
         "projects": list(actor.projects()), "timezones": TIMEZONES,
         "methods": [(m, m) for m in Job.Method.values], "body_formats": Job.BodyFormat.choices,
         "misfire_policies": Job.MisfirePolicy.choices, "overlap_policies": Job.OverlapPolicy.choices,
+        "outside_window_choices": Job.OutsideWindow.choices, "priorities": Job.Priority.choices,
         "regions": settings.REGIONS, "plan": plan,
         "plan_min_interval": format_duration(plan.min_interval_seconds),
         "upstream_choices": scoped_jobs(actor).exclude(pk=getattr(job, "pk", None)).order_by("project__name", "name"),
@@ -262,6 +264,17 @@ def mark_clock_changes(runs, zone_name, now):
     return marked
 
 
+def mark_window_places(placed, zone_name, now):
+    """mark_clock_changes for occurrences placed by execution windows: a skipped one
+    shown at its time and marked, a deferred one at its real time with its occurrence."""
+    marked = mark_clock_changes([p.at or p.occurrence for p in placed], zone_name, now)
+    zone = ZoneInfo(zone_name)
+    for run, p in zip(marked, placed):
+        run["skipped"] = p.at is None
+        run["deferred_from"] = do_timezone(p.occurrence, zone) if p.at not in (None, p.occurrence) else None
+    return marked
+
+
 def _offset(delta):
     minutes = int(delta.total_seconds() // 60)
     sign = "+" if minutes >= 0 else "−"
@@ -333,13 +346,13 @@ def job_detail(request, pk):
     else:
         schedule = job_schedule(job)
         schedule_text = describe(schedule)
-        upcoming = next_runs(schedule, now, 5, start_at=job.start_at, end_at=job.end_at)
+        upcoming = job_next_runs(job, now, 5)
     job.health = health.job_health(job)
     context = {
         "job": job, "schedule_text": schedule_text, "now": now,
         "upstream_links": job.upstream_links.select_related("upstream").order_by("upstream__name"),
         "downstream_links": job.downstream_links.select_related("downstream").order_by("downstream__name"),
-        "next_runs": mark_clock_changes(upcoming, job.timezone, now),
+        "next_runs": mark_window_places(upcoming, job.timezone, now),
         "api": JobSerializer(job, context=serializer_context(request)).data,
         "can_edit": request.actor.has_role(Role.DEVELOPER),
         "ranges": list(stats.RANGES),
