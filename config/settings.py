@@ -397,6 +397,12 @@ OUTBOUND_ALLOWED_PORTS = env_str("OUTBOUND_ALLOWED_PORTS", "80,443,1024-65535")
 # Single sign-on reaches identity providers through the same guard; a self-hosted provider
 # on a private network is admitted by its network here, without opening it to jobs.
 SSO_ALLOWED_NETWORKS = env_list("SSO_ALLOWED_NETWORKS", [])
+try:
+    from cronsvc.delivery.guard import parse_networks
+
+    parse_networks(",".join(SSO_ALLOWED_NETWORKS))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"SSO_ALLOWED_NETWORKS: {exc} (expected CIDR networks such as 10.20.0.0/16)") from exc
 RESPONSE_BODY_MAX_BYTES = env_int("RESPONSE_BODY_MAX_BYTES", 16 * 1024)
 
 # --- Delivery (workers) ---

@@ -87,3 +87,10 @@ def test_an_unknown_broker_scheme_stops_the_start_up_naming_the_variable(tmp_pat
     result = _django_check(env)
     assert result.returncode != 0
     assert "ImproperlyConfigured: CELERY_BROKER_URL: unsupported Celery broker URL scheme 'kafka'" in result.stderr
+
+
+def test_a_bad_sso_network_stops_the_start_up_naming_the_variable(tmp_path):
+    env = {**os.environ, "SSO_ALLOWED_NETWORKS": "10.20.0.0/16,not-a-network", "VAR_DIR": str(tmp_path)}
+    result = _django_check(env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: SSO_ALLOWED_NETWORKS:" in result.stderr
