@@ -157,3 +157,17 @@ def test_only_one_relay_publishes_at_a_time(streams, tenant, make_job):
     finally:
         other.close()
     assert relay.relay_round() == 1
+
+
+def test_a_run_whose_worker_died_goes_back_to_the_queue_with_an_event(streams, tenant, make_job):
+    from apps.executions import sweeper
+    from apps.executions.delivery import claim
+
+    execution = trigger_now(make_job(tenant))
+    now = timezone.now()
+    claim([execution.id], now)
+    sweeper.recover_expired_leases(now + timedelta(hours=1))  # the lease ran out: the worker is gone
+    relay.relay_round()
+    events = [e for _, e in streams.read_group(streams.of(tenant.organization.id))]
+    assert [(e["type"], e["reason"]) for e in events] == [
+        ("execution.queued", None), ("execution.running", None), ("execution.queued", "lease_expired")]
