@@ -221,3 +221,12 @@ def test_an_account_reaching_only_this_organization_is_linked_at_its_first_sign_
     sign_in = sso.provision(config, "pat@example.com", sso_claims())
     assert sign_in.user == pat and sign_in.membership.role == "developer"  # the role is never changed
     assert AuditEvent.objects.filter(organization=tenant.organization, action="sso.identity_linked").exists()
+
+
+def test_starting_sign_ins_is_bounded_per_address(db, monkeypatch):
+    from apps.web.views import sso as sso_views
+
+    monkeypatch.setattr(sso_views, "SSO_STARTS_PER_IP", 2)
+    client = Client()
+    assert [client.post("/sso/", {"identifier": "x@nowhere.test"}).status_code for _ in range(3)] == [400, 400, 429]
+    assert 'id="sso-error-code">sso_rate_limited<' in client.post("/sso/", {"identifier": "x"}).content.decode()

@@ -4,6 +4,7 @@ stable code, written to the audit log when its organization is known."""
 
 import logging
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.core.exceptions import ValidationError
@@ -19,12 +20,14 @@ from apps.accounts.models import OrganizationSSO
 from apps.accounts.services import record_audit
 from cronsvc.oidc import parse_domains
 
+from .. import ratelimit
 from ..access import SESSION_KEY, Role, member_view
 from .auth import BACKEND
 
 log = logging.getLogger(__name__)
 
 # Refusals that are about who signs in rather than about a broken configuration.
+SSO_STARTS_PER_IP = 60  # per LOGIN_RATE_WINDOW
 FORBIDDEN = {"sso_domain_not_allowed", "sso_email_unverified", "sso_user_inactive", "sso_organization_suspended",
              "sso_provider_denied", "sso_account_exists"}
 
@@ -46,6 +49,10 @@ def sso_login(request):
     identifier = (request.POST.get("identifier") or request.GET.get("org") or "").strip()
     if request.method == "GET" and not identifier:
         return render(request, "web/auth/sso_login.html", {"next": request.GET.get("next", "")})
+    # Each start fetches the provider's discovery document: bounded per address.
+    if ratelimit.hit("sso-start", client_ip(request) or "unknown", window=settings.LOGIN_RATE_WINDOW) > SSO_STARTS_PER_IP:
+        return render(request, "web/auth/sso_error.html", {"code": "sso_rate_limited", "message": (
+            "Too many single sign-on attempts from this address: try again in a few minutes.")}, status=429)
     try:
         config = sso.find_configuration(identifier)
         url = sso.begin(request, config, login_hint=identifier)
