@@ -105,11 +105,19 @@ class ExecutionSerializer(serializers.ModelSerializer):
     cancelled_by = CancelledBySerializer(read_only=True, allow_null=True,
                                          help_text="Who cancelled the run (status `cancelled`), else null.")
 
+    defer_reason = serializers.CharField(read_only=True, help_text=(
+        "Why the run did not go out at its time: `outside_window` (moved to the job's next window opening, "
+        "which is `scheduled_for`), `overload` (held while its plan's queue was overloaded; low priority), "
+        "else empty. docs/run-control.md"))
+    deferred_from = UtcDateTimeField(read_only=True, allow_null=True, help_text=(
+        "For a run deferred to a window's opening: the occurrence it was moved from."))
+
     class Meta:
         model = Execution
         fields = ["id", "job", "scheduled_for", "trigger", "status", "skip_reason", "attempt", "replay_of",
                   "created_at", "started_at", "finished_at", "duration_ms", "response", "error",
-                  "workflow_run_id", "upstream_executions", "job_version", "cancelled_at", "cancelled_by"]
+                  "workflow_run_id", "upstream_executions", "job_version", "cancelled_at", "cancelled_by",
+                  "defer_reason", "deferred_from"]
         read_only_fields = fields
 
     @extend_schema_field(ExecutionResponseSerializer)

@@ -81,3 +81,18 @@ def test_next_runs_show_deferred_runs_at_their_real_time(api, tenant, make_job):
                        "reason": "outside_window", "occurrence": "2027-06-11T16:00:00Z"}
     # The weekend's occurrences fold into that run; the next one is Tuesday 12:00.
     assert (runs[1]["at"], runs[1]["status"]) == ("2027-06-15T10:00:00Z", "run")
+
+
+def test_executions_say_why_they_were_deferred(api, tenant, make_job):
+    from apps.executions.models import Execution
+    from tests.conftest import utc
+
+    job = make_job(tenant, windows=OFFICE, outside_window="defer")
+    deferred = Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=utc(2027, 6, 14, 8),
+                                        defer_reason="outside_window", deferred_from=utc(2027, 6, 11, 19))
+    data = api.get(f"/api/v1/executions/{deferred.pk}/").json()
+    assert (data["defer_reason"], data["deferred_from"]) == ("outside_window", "2027-06-11T19:00:00Z")
+    skipped = Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=utc(2027, 6, 12, 9),
+                                       status="skipped", skip_reason="outside_window")
+    listed = api.get(f"/api/v1/jobs/{job.pk}/executions/?status=skipped").json()["results"]
+    assert [(e["id"], e["skip_reason"], e["defer_reason"]) for e in listed] == [(str(skipped.pk), "outside_window", "")]

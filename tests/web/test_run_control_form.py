@@ -55,3 +55,16 @@ def test_form_text_translation():
         {"days": ["fri", "sat", "sun", "mon"], "start": "22:00", "end": "02:00", "overnight": True}]
     assert windows_text([{"days": ["mon", "wed"], "start": "08:00", "end": "09:00"}]) == "mon,wed 08:00-09:00"
     assert blackouts_from_text(" 2027-01-01 \n\n") == [{"start": "2027-01-01", "end": "2027-01-01"}]
+
+
+def test_history_shows_deferred_and_held_runs(tenant, owner, make_job):
+    from apps.executions.models import Execution
+    from tests.conftest import utc
+
+    job = make_job(tenant)
+    Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=utc(2027, 6, 14, 8),
+                             defer_reason="outside_window", deferred_from=utc(2027, 6, 11, 19))
+    Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=utc(2027, 6, 14, 9),
+                             defer_reason="overload")
+    page = html(owner.get(f"/jobs/{job.pk}/"))
+    assert "deferred from Fri 19:00 (outside the windows)" in page and "held: overload" in page
