@@ -1,9 +1,10 @@
 """Searching the history: executions whose error message or response body matches a search
 (``cronsvc.search_query``), and status-code filters (``503``, ``5xx``).
 
-On PostgreSQL the search is full-text: ``websearch_to_tsquery`` over the two texts with the
-``simple`` configuration (no stemming, no stop words: error codes, host names and ids are
-found as typed; JSON keys and values are words like any other). The index ``exec_search``
+On PostgreSQL the search is full-text: ``websearch_to_tsquery`` against the words of the two
+texts (``execution_search_words``), both with the ``simple`` configuration (no stemming, no
+stop words: error codes, host names and ids are found as typed; JSON keys and values are
+words like any other). The index ``exec_search``
 (migration 0005) holds, per organization, the words of every execution that has a text, so
 a search reads the matching rows of one organization only. The query below repeats the
 index's expression and predicate exactly: PostgreSQL uses an expression index only for the
@@ -23,11 +24,11 @@ TEXT_COLUMNS = ("error_message", "response_body")
 
 
 class _Document(Func):
-    """The index's ``to_tsvector('simple'::regconfig, error_message || ' ' || response_body)``,
-    its columns named through the query (a join cannot make them ambiguous)."""
+    """The index's ``execution_search_words(error_message, response_body)`` (migration 0005:
+    to_tsvector('simple', error_message || ' ' || response_body) at its real cost), its
+    columns named through the query (a join cannot make them ambiguous)."""
 
-    template = f"to_tsvector('{CONFIG}'::regconfig, %(expressions)s)"
-    arg_joiner = " || ' ' || "
+    function = "execution_search_words"
 
 
 class _WebSearch(Func):
