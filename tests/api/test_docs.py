@@ -18,6 +18,7 @@ PATHS = {
     "/api/v1/badges/", "/api/v1/badges/{id}/", "/api/v1/channels/", "/api/v1/channels/{id}/",
     "/api/v1/channels/{id}/test/", "/api/v1/event-subscriptions/", "/api/v1/event-subscriptions/{id}/",
     "/api/v1/notifications/", "/api/v1/notifications/{id}/", "/api/v1/workflow-runs/{id}/",
+    "/api/v1/archives/", "/api/v1/archives/{id}/", "/api/v1/archives/{id}/download/",
 }
 
 
