@@ -35,6 +35,8 @@ from .models import OutboxEntry, StreamCursor
 log = logging.getLogger("cronsvc.eventstream")
 
 BATCH = 1000
+#: per round while the scheduler has due jobs waiting: dispatch goes first (apps.executions.loop)
+BUSY_BATCH = 100
 #: pg_try_advisory_lock key of the relay ("cronsvc events").
 LOCK_KEY = 0x63726F6E_65767473 & 0x7FFF_FFFF_FFFF_FFFF
 _OUTBOX = OutboxEntry._meta.db_table

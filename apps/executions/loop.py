@@ -81,16 +81,20 @@ class SchedulerLoop:
             self._log_tick(result, published)
         self._publish_due_retries(now, overloaded)
         check_monitors(now)  # heartbeat monitors past their grace go late/down (decided once)
-        relayed = self._relay_events()
+        # Dispatch first: while due jobs wait (a full batch) a tick publishes a few events,
+        # the rest wait in the outbox until the burst has drained.
+        backlogged = result.claimed >= self.batch_size
+        batch = relay.BUSY_BATCH if backlogged else relay.BATCH
+        relayed = self._relay_events(batch)
         self._maybe_sweep()
-        return result.claimed >= self.batch_size or relayed >= relay.BATCH
+        return backlogged or relayed >= batch
 
     @staticmethod
-    def _relay_events():
+    def _relay_events(batch):
         """Publish the event stream's outbox (one scheduler at a time; apps.eventstream.relay).
         Redis unreachable: the events wait in the outbox for a later tick."""
         try:
-            return relay.relay_round()
+            return relay.relay_round(batch)
         except redis.RedisError as exc:
             log.warning("event stream: Redis unavailable (%s); events wait in the outbox", exc)
             return 0
