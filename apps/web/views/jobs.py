@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 import cronsvc
 from apps.accounts.api.audit import audit
 from apps.accounts.api.errors import PlanLimitExceeded
+from apps.executions.api import ExecutionFilter
 from apps.executions.delivery import request_spec, success_criteria
 from apps.executions.models import Execution
 from apps.executions.outbound import http_session, outbound_policy
@@ -373,12 +374,18 @@ def _history_context(request, job):
     executions = Execution.objects.for_organization(request.actor.organization).filter(job=job)
     if status in Execution.Status.values:
         executions = executions.filter(status=status)
+    # The search box and the status code, read as the API reads ?q= and ?status_code=.
+    search = {key: request.GET.get(key, "").strip() for key in ("q", "status_code")}
+    found = ExecutionFilter({key: value for key, value in search.items() if value}, queryset=executions)
+    search_errors = [] if found.is_valid() else [error for errors in found.errors.values() for error in errors]
+    executions = executions.none() if search_errors else found.qs
     page = Paginator(executions.order_by("-scheduled_for", "-id"), HISTORY_PAGE_SIZE).get_page(
         request.GET.get("page"))
     for execution in page.object_list:
         if execution.started_at:
             execution.lateness_ms = max(0, int((execution.started_at - execution.scheduled_for).total_seconds() * 1000))
     return {"history": page, "history_status": status, "execution_statuses": Execution.Status.choices,
+            "history_search": search, "history_search_errors": search_errors,
             "can_edit": request.actor.has_role(Role.DEVELOPER)}
 
 
@@ -391,7 +398,11 @@ def _stats_context(job, range_name, now):
 @require_GET
 def job_history(request, pk):
     job = get_job(request, pk)
-    return render(request, "web/jobs/_history.html", {"job": job, **_history_context(request, job)})
+    response = render(request, "web/jobs/_history.html", {"job": job, **_history_context(request, job)})
+    if is_htmx(request):  # the job page's address shows the search and filters: reloadable, shareable
+        query = request.GET.urlencode()
+        response["HX-Replace-Url"] = reverse("web:job_detail", args=[job.pk]) + (f"?{query}" if query else "") + "#history"
+    return response
 
 
 @member_view
