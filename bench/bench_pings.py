@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import os
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -214,6 +215,7 @@ def main():
     if args.quick:
         args.runs, args.seconds = 2, 5
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench stops its web process too
     prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench_pings", "redis://127.0.0.1:6379/11")
     ping_ids = prepare_monitors(args.monitors)
     workdir = Path(tempfile.mkdtemp(prefix="bench-pings-"))

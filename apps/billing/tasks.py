@@ -24,9 +24,10 @@ def roll_up_recent():
 
 @shared_task(name=PURGE_TASK, ignore_result=True)
 def purge_expired():
-    """Delete executions past each organization's retention, and what deleted jobs left (a
-    purge task lost with its broker), in bounded batches."""
+    """Delete executions and monitor pings past each organization's retention, and what
+    deleted jobs left (a purge task lost with its broker), in bounded batches."""
     from apps.executions.purging import purge_deleted_jobs
+    from apps.monitors.retention import purge_pings
 
     from .retention import purge_expired as run
 
@@ -37,6 +38,8 @@ def purge_expired():
              report.archive_failures)
     left = purge_deleted_jobs(now=timezone.now())
     log.info("deleted jobs' purge: %d executions in %d batches", left.executions, left.batches)
+    pings = purge_pings(now=timezone.now())
+    log.info("retention purge: %d monitor pings", pings)
     return report.executions + left.executions
 
 

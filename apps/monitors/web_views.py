@@ -1,14 +1,22 @@
-"""The monitors' pages: the list, and a monitor's detail with its ping URL and recent pings."""
+"""The monitors' pages: the list, the form (create, edit), delete, and a monitor's detail
+with its ping URL and recent pings. The form is validated by the API's MonitorSerializer and
+changes go through apps.monitors.services, as the API's do."""
 
+from django.contrib import messages
+from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.accounts.api.audit import audit
+from apps.billing.limits import PlanLimit
 from apps.web.access import Role, member_view, require_role
+from apps.web.views.jobs import TIMEZONES, serializer_context
+from cronsvc.ids import uuid_or_none
 
-from . import services
+from . import forms, services
 from .models import Monitor
 from .schedule import describe_monitor
-from .serializers import ping_url
+from .serializers import MonitorSerializer, ping_url
 
 RECENT_PINGS = 50
 
@@ -23,7 +31,8 @@ def monitor_list(request):
     monitors = list(scoped_monitors(request.actor).order_by("name", "id")[:500])
     for monitor in monitors:
         monitor.schedule_text = describe_monitor(monitor)
-    return render(request, "web/monitors/list.html", {"monitors": monitors})
+    return render(request, "web/monitors/list.html",
+                  {"monitors": monitors, "can_edit": request.actor.has_role(Role.DEVELOPER)})
 
 
 @member_view
@@ -39,12 +48,76 @@ def monitor_detail(request, pk):
     return render(request, "web/monitors/detail.html", context)
 
 
+def _form_context(request, values, errors, monitor=None):
+    return {"values": values, "errors": errors, "monitor": monitor, "projects": list(request.actor.projects()),
+            "timezones": TIMEZONES, "schedule_types": Monitor.ScheduleType.choices,
+            "error_count": sum(len(m) for m in errors.values())}
+
+
+def _render_form(request, errors, monitor=None):
+    values = forms.posted_values(request.POST)
+    return render(request, "web/monitors/form.html", _form_context(request, values, errors, monitor), status=400)
+
+
+@member_view(role=Role.DEVELOPER)
+def monitor_create(request):
+    if request.method == "POST":
+        serializer = MonitorSerializer(data=forms.monitor_data(request.POST), context=serializer_context(request))
+        if not serializer.is_valid():
+            return _render_form(request, forms.form_errors(serializer.errors))
+        try:
+            with transaction.atomic():
+                monitor = services.create_monitor(**serializer.validated_data)
+                audit(request, "monitor.create", monitor, {"name": monitor.name})
+        except PlanLimit as exc:
+            return _render_form(request, {forms.NON_FIELD: [exc.message]})
+        messages.success(request, f"Monitor “{monitor.name}” created: ping its URL from your job.")
+        return redirect("monitors:detail", pk=monitor.pk)
+    project = request.actor.projects().filter(pk=uuid_or_none(request.GET.get("project"))).first()
+    values = forms.default_values(project or request.actor.projects().first())
+    return render(request, "web/monitors/form.html", _form_context(request, values, {}))
+
+
+@member_view
+def monitor_edit(request, pk):
+    monitor = get_object_or_404(scoped_monitors(request.actor), pk=pk)
+    require_role(request, Role.DEVELOPER)
+    if request.method == "POST":
+        serializer = MonitorSerializer(monitor, data=forms.monitor_data(request.POST),
+                                       context=serializer_context(request))
+        if not serializer.is_valid():
+            return _render_form(request, forms.form_errors(serializer.errors), monitor)
+        with transaction.atomic():
+            monitor = services.update_monitor(monitor, **serializer.validated_data)
+            audit(request, "monitor.update", monitor, {"fields": sorted(serializer.validated_data)})
+        messages.success(request, f"Monitor “{monitor.name}” saved.")
+        return redirect("monitors:detail", pk=monitor.pk)
+    return render(request, "web/monitors/form.html",
+                  _form_context(request, forms.form_values(monitor), {}, monitor))
+
+
+@member_view
+def monitor_delete(request, pk):
+    monitor = get_object_or_404(scoped_monitors(request.actor), pk=pk)
+    require_role(request, Role.DEVELOPER)
+    if request.method == "POST":
+        name = monitor.name
+        with transaction.atomic():
+            audit(request, "monitor.delete", monitor, {"name": name})
+            monitor.delete()
+        messages.success(request, f"Monitor “{name}” deleted.")
+        return redirect("monitors:list")
+    return render(request, "web/monitors/delete.html", {"monitor": monitor})
+
+
 @member_view
 @require_POST
 def monitor_pause(request, pk):
     monitor = get_object_or_404(scoped_monitors(request.actor), pk=pk)
     require_role(request, Role.DEVELOPER)
-    services.pause_monitor(monitor)
+    with transaction.atomic():
+        services.pause_monitor(monitor)
+        audit(request, "monitor.pause", monitor)
     return redirect("monitors:detail", pk=monitor.pk)
 
 
@@ -53,5 +126,7 @@ def monitor_pause(request, pk):
 def monitor_resume(request, pk):
     monitor = get_object_or_404(scoped_monitors(request.actor), pk=pk)
     require_role(request, Role.DEVELOPER)
-    services.resume_monitor(monitor)
+    with transaction.atomic():
+        services.resume_monitor(monitor)
+        audit(request, "monitor.resume", monitor)
     return redirect("monitors:detail", pk=monitor.pk)

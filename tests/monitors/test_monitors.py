@@ -226,3 +226,26 @@ def test_fast_lane_serves_pings_without_the_pages_middleware(monitor, keep_test_
     assert Ping.objects.filter(monitor=monitor).count() == 1
     assert call("/ping/unknown")[0].startswith("404")
     assert call("/healthz")[0] == "204 No Content"
+
+
+def test_pings_past_the_plan_retention_are_purged(make_tenant):
+    from apps.billing.tasks import purge_expired
+    from apps.monitors.retention import purge_pings
+
+    free, pro = make_tenant(plan="free"), make_tenant(plan="pro")
+    now = utc(2026, 12, 3, 12, 0)
+    kept, purged = {}, {}
+    for tenant in (free, pro):
+        monitor = create_monitor(project=tenant.project, name="m", schedule_type="interval", interval_seconds=60,
+                                 grace_seconds=60)
+        days = tenant.organization.plan.retention_days
+        for age in (days + 2, days + 1, days - 1, 0):
+            ping_at(monitor, "success", now - timedelta(days=age))
+        kept[monitor.pk] = [now - timedelta(days=days - 1), now]
+        purged[monitor.pk] = monitor
+    assert free.organization.plan.retention_days != pro.organization.plan.retention_days
+    assert purge_pings(now=now, batch_size=1) == 4
+    for pk, times in kept.items():
+        assert sorted(Ping.objects.filter(monitor_id=pk).values_list("created_at", flat=True)) == times
+    assert Monitor.objects.filter(pk__in=kept, last_ping_at=now).count() == 2  # the state stays
+    assert purge_expired() == 0  # the housekeeping task runs it (nothing left past today's cutoff)
