@@ -1,10 +1,11 @@
 """Retention purge benchmark (issue 8, "Retention"): how fast the purge deletes expired
 executions (with their attempts) on PostgreSQL, how long each batch holds its locks, and
-what a writer recording runs at the same time waits.
+what a writer recording runs at the same time waits; with ``--archive``, the same again with
+each batch archived first to a local moto_server (apps.archives).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench_retention \\
     REDIS_URL=redis://127.0.0.1:6379/7 SECRET_KEY=bench-only \\
-    .venv/bin/python bench/bench_retention.py [--rows 5000000] [--batch 1000] [--quick]
+    .venv/bin/python bench/bench_retention.py [--rows 5000000] [--batch 1000] [--quick] [--archive]
 
 One tenant on a bench plan with 30 days of retention holds ``--rows`` executions (one
 attempt each) spread evenly over the last 60 days, so half of them expire. The bench times
@@ -162,12 +163,60 @@ def main():
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="200,000 rows (make bench's quick pass)")
+    parser.add_argument("--archive", action="store_true",
+                        help="also purge with archiving to a local moto_server (after the plain purge, reloaded)")
     args = parser.parse_args()
     if args.quick:
         args.rows = 200_000
     prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench_retention", "redis://127.0.0.1:6379/7")
+    run(args, archive=False)
+    if args.archive:
+        with moto_bucket() as bucket:
+            run(args, archive=bucket)
 
+
+def moto_bucket():
+    """A moto_server process with a bucket, and the settings that point archiving at it."""
+    import contextlib
+    import socket
+    import subprocess
+
+    import boto3
+    from django.conf import settings
+
+    @contextlib.contextmanager
+    def server():
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        process = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            client = boto3.client("s3", endpoint_url=url, region_name="us-east-1", aws_access_key_id="bench",
+                                  aws_secret_access_key="bench")
+            for _ in range(300):
+                try:
+                    client.create_bucket(Bucket="bench-archives")
+                    break
+                except Exception:  # noqa: BLE001 - not listening yet
+                    time.sleep(0.2)
+            settings.ARCHIVE_S3_BUCKET, settings.ARCHIVE_S3_ENDPOINT_URL = "bench-archives", url
+            settings.ARCHIVE_S3_ACCESS_KEY_ID = settings.ARCHIVE_S3_SECRET_ACCESS_KEY = "bench"
+            settings.ARCHIVE_S3_ADDRESSING_STYLE = "path"
+            yield "bench-archives"
+        finally:
+            settings.ARCHIVE_S3_BUCKET = ""
+            process.terminate()
+            process.wait(10)
+
+    return server()
+
+
+def run(args, *, archive):
     from django.db import connection
+
+    from apps.archives.models import Archive
 
     from apps.billing.retention import _roll_up_missing_days, purge_expired
     from apps.executions.models import Execution
@@ -175,6 +224,7 @@ def main():
     now = datetime.now(UTC)
     org, job_ids = prepare_tenant(args.jobs)
     load(org, job_ids, args.rows, now)
+    Archive.objects.all().delete()
     cutoff = now - timedelta(days=RETENTION_DAYS)
     expired = Execution.objects.filter(organization=org, scheduled_for__lt=cutoff).count()
     with connection.cursor() as cursor:
@@ -196,7 +246,8 @@ def main():
     batches = report.batch_seconds
     print()
     print(f"Retention purge on PostgreSQL, {args.rows:,} executions (+ one attempt each) over {DAYS} days, "
-          f"retention {RETENTION_DAYS} days, batch {args.batch:,}")
+          f"retention {RETENTION_DAYS} days, batch {args.batch:,}"
+          + (f", archived first to moto_server (bucket {archive})" if archive else ""))
     print(f"  table sizes before: executions {sizes[0] / 2**20:,.0f} MiB, attempts {sizes[1] / 2**20:,.0f} MiB")
     print(f"  expired: {expired:,}; purged: {report.executions:,} in {report.batches} batches")
     print(f"  roll-ups first: {days} days in {rollup_seconds:.1f} s ({expired / max(rollup_seconds, 1e-9):,.0f} runs/s)")
@@ -211,6 +262,12 @@ def main():
               f"max {max(probe.latencies) * 1000:.1f} ms")
     left = Execution.objects.filter(organization=org, scheduled_for__lt=cutoff).count()
     print(f"  expired rows left: {left}")
+    if archive:
+        parts = list(Archive.objects.filter(organization=org).values_list("rows", "bytes"))
+        stored = sum(size for _, size in parts)
+        print(f"  archive: {len(parts)} parts, {sum(rows for rows, _ in parts):,} runs, {stored / 2**20:,.1f} MiB "
+              f"gzip JSON Lines ({stored / max(1, sum(rows for rows, _ in parts)):,.0f} bytes/run), "
+              f"{report.archive_failures} failed writes")
 
 
 if __name__ == "__main__":
