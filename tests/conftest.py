@@ -32,6 +32,7 @@ def ensure_seeded_plans():
 
     seed = importlib.import_module("apps.billing.migrations.0002_seed_plans")
     seed.seed_plans(apps, None)
+    importlib.import_module("apps.billing.migrations.0005_monitor_limits").seed_limits(apps, None)
 
 
 @pytest.fixture

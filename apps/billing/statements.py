@@ -36,16 +36,18 @@ def generate_statements(period, *, now):
     done = Statement.objects.filter(period=period).values_list("organization_id", flat=True)
     organizations = (Organization.objects.exclude(id__in=done).filter(created_at__date__lt=end)
                      .select_related("plan").order_by("id"))
-    runs = dict(UsageMonth.objects.filter(month=period).values_list("organization_id", "runs"))
+    usage = {org: (runs, pings) for org, runs, pings in
+             UsageMonth.objects.filter(month=period).values_list("organization_id", "runs", "pings")}
     made = []
     for organization in organizations.iterator(chunk_size=500):
-        statement = make_statement(organization, period, runs.get(organization.id, 0))
+        runs, pings = usage.get(organization.id, (0, 0))
+        statement = make_statement(organization, period, runs, pings=pings)
         if statement is not None:
             made.append(statement)
     return made
 
 
-def make_statement(organization, period, runs):
+def make_statement(organization, period, runs, *, pings=0):
     plan = organization.plan
     cost = month_cost(plan, runs)
     try:
@@ -54,7 +56,7 @@ def make_statement(organization, period, runs):
                 organization=organization, period=period, plan=plan, plan_code=plan.code, plan_name=plan.name,
                 runs=runs, quota=plan.monthly_executions, overage_runs=cost.overage_runs,
                 base_cents=cost.base_cents, overage_cents=cost.overage_cents, total_cents=cost.total_cents,
-                lines=statement_lines(plan, period, runs, cost),
+                lines=statement_lines(plan, period, runs, cost, pings=pings),
             )
             transaction.on_commit(lambda: _hand_to_provider(statement))
     except IntegrityError:  # another run of the task made it first
@@ -62,8 +64,11 @@ def make_statement(organization, period, runs):
     return statement
 
 
-def statement_lines(plan, period, runs, cost):
+def statement_lines(plan, period, runs, cost, *, pings=0):
     lines = [{"description": f"{plan.name} plan, {period:%B %Y}", "quantity": 1, "amount_cents": cost.base_cents}]
+    if pings:  # included in the plan (monitor_pings_per_month caps them): shown, not charged
+        lines.append({"description": f"Heartbeat monitor pings ({plan.monitor_pings_per_month:,} included)",
+                      "quantity": pings, "amount_cents": 0})
     if cost.overage_runs:
         thousands = -(-cost.overage_runs // 1000)
         lines.append({"description": f"Overage: {cost.overage_runs:,} runs past {plan.monthly_executions:,} "

@@ -249,3 +249,40 @@ def test_pings_past_the_plan_retention_are_purged(make_tenant):
         assert sorted(Ping.objects.filter(monitor_id=pk).values_list("created_at", flat=True)) == times
     assert Monitor.objects.filter(pk__in=kept, last_ping_at=now).count() == 2  # the state stays
     assert purge_expired() == 0  # the housekeeping task runs it (nothing left past today's cutoff)
+
+
+def test_statement_shows_the_months_pings(tenant):
+    from datetime import date
+
+    from apps.billing.models import Statement, UsageMonth
+    from apps.billing.statements import generate_statements
+
+    UsageMonth.objects.create(organization=tenant.organization, month=date(2030, 1, 1), runs=10, pings=4321)
+    generate_statements(date(2030, 1, 1), now=utc(2030, 2, 1, 1, 0))
+    lines = Statement.objects.get(organization=tenant.organization).lines
+    ping_line = next(line for line in lines if "pings" in line["description"])
+    assert (ping_line["quantity"], ping_line["amount_cents"]) == (4321, 0)
+
+
+def test_seeded_plans_carry_the_monitor_limits(db):
+    from apps.billing.models import Plan
+    from tests.conftest import ensure_seeded_plans
+
+    Plan.objects.update(max_monitors=0)
+    ensure_seeded_plans()
+    limits = dict(Plan.objects.values_list("code", "max_monitors"))
+    assert limits["free"] < limits["pro"] < limits["business"] < limits["enterprise"]
+
+
+def test_monitor_api_is_in_the_openapi_schema_with_its_errors(db):
+    import yaml
+    from rest_framework.test import APIClient
+
+    schema = APIClient().get("/api/v1/schema/")
+    assert schema.status_code == 200
+
+    paths = yaml.safe_load(schema.content)["paths"]
+    create = paths["/api/v1/monitors/"]["post"]["responses"]
+    assert {"201", "400", "402"} <= set(create)
+    assert {"200", "404"} <= set(paths["/api/v1/monitors/{id}/"]["get"]["responses"])
+    assert "/api/v1/monitors/{id}/pings/" in paths and "/api/v1/monitors/{id}/pause/" in paths
