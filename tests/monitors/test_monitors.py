@@ -286,3 +286,14 @@ def test_monitor_api_is_in_the_openapi_schema_with_its_errors(db):
     assert {"201", "400", "402"} <= set(create)
     assert {"200", "404"} <= set(paths["/api/v1/monitors/{id}/"]["get"]["responses"])
     assert "/api/v1/monitors/{id}/pings/" in paths and "/api/v1/monitors/{id}/pause/" in paths
+
+
+def test_admin_pages_answer(admin_client, monitor):
+    ping_at(monitor, "start", utc(2026, 12, 3, 10, 0), rid="r")
+    ping = Ping.objects.get(monitor=monitor)
+    for url in ("/admin/monitors/monitor/", f"/admin/monitors/monitor/{monitor.pk}/change/",
+                "/admin/monitors/monitor/add/", "/admin/monitors/ping/", f"/admin/monitors/ping/{ping.pk}/change/",
+                "/admin/monitors/monitor/?state=up", "/admin/monitors/monitor/?q=backup"):
+        assert admin_client.get(url).status_code == 200, url
+    response = admin_client.post("/admin/monitors/monitor/", {"action": "pause", "_selected_action": [monitor.pk]})
+    assert response.status_code == 302 and Monitor.objects.get(pk=monitor.pk).state == "paused"
