@@ -51,6 +51,7 @@ KNOWN = {
     "bench_scheduler": {"env": _env("cronsvc_bench", 5)},
     "bench_delivery": {"env": _env("cronsvc_bench_delivery", 6, OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8")},
     "bench_api": {"env": _env("cronsvc_bench_api", 4)},
+    "bench_pings": {"env": _env("cronsvc_bench_pings", 11)},
     "bench_retention": {"env": _env("cronsvc_bench_retention", 7)},
     "bench_health": {"env": _env("cronsvc_bench_health", 5), "quick": [], "migrate": True},
     "bench_schedules": {"quick": ["--calls", "2000", "--rounds", "1"]},
