@@ -32,6 +32,7 @@ FUZZED_ELSEWHERE = {
     "badges": "tests/analytics/test_fuzz.py",
     "stats": "tests/analytics/test_fuzz.py",
     "usage": "tests/billing/test_usage_fuzz.py",
+    "archives": "tests/archives/test_archive_fuzz.py",
 }
 EXAMPLES = 8
 
