@@ -70,7 +70,8 @@ WITH locked AS (
         last_duration_ms = CASE WHEN %(kind)s = 'start' THEN m.last_duration_ms ELSE (SELECT ms FROM dur) END,
         next_expected_at = CASE %(kind)s WHEN 'success' THEN %(expected)s WHEN 'fail' THEN NULL
                                 ELSE m.next_expected_at END,
-        deadline_at = CASE %(kind)s WHEN 'success' THEN %(deadline)s WHEN 'fail' THEN NULL ELSE m.deadline_at END,
+        deadline_at = CASE %(kind)s WHEN 'success' THEN %(deadline)s WHEN 'fail' THEN NULL
+                           ELSE LEAST(m.deadline_at, %(run_deadline)s) END,
         updated_at = %(now)s
     FROM old WHERE m.id = old.id
     RETURNING m.id
@@ -145,6 +146,8 @@ def record(target, ping, now):
         "kind": ping.kind, "exit_code": ping.exit_code, "rid": ping.rid, "method": ping.method,
         "remote_addr": ping.remote_addr[:64], "user_agent": ping.user_agent[:200], "body": ping.body,
         "now": now, "expected": expected, "deadline": deadline(expected, target.grace_seconds), "changing": False,
+        # a started run must end within the grace period, or the monitor goes down (as Healthchecks does)
+        "run_deadline": deadline(now, target.grace_seconds),
     }
     if not changes_state(ping.kind, target.state):
         row = _execute(params)

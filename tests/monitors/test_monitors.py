@@ -297,3 +297,21 @@ def test_admin_pages_answer(admin_client, monitor):
         assert admin_client.get(url).status_code == 200, url
     response = admin_client.post("/admin/monitors/monitor/", {"action": "pause", "_selected_action": [monitor.pk]})
     assert response.status_code == 302 and Monitor.objects.get(pk=monitor.pk).state == "paused"
+
+
+def test_a_start_without_its_end_within_the_grace_goes_down(monitor, channel):
+    ping_at(monitor, "success", utc(2026, 12, 3, 10, 0))  # next expected 11:00, down at 11:10
+    ping_at(monitor, "start", utc(2026, 12, 3, 10, 30))  # the run must end by 10:40
+    assert Monitor.objects.get(pk=monitor.pk).deadline_at == utc(2026, 12, 3, 10, 40)
+    assert clock.check_monitors(utc(2026, 12, 3, 10, 39)) == (0, 0)
+    assert clock.check_monitors(utc(2026, 12, 3, 10, 40)) == (0, 1)
+    assert list(Notification.objects.values_list("event", flat=True)) == ["failure"]
+
+
+def test_a_start_ended_in_time_keeps_the_schedule(monitor):
+    ping_at(monitor, "success", utc(2026, 12, 3, 10, 0))
+    ping_at(monitor, "start", utc(2026, 12, 3, 10, 55))
+    ping_at(monitor, "success", utc(2026, 12, 3, 11, 1))
+    monitor.refresh_from_db()
+    assert (monitor.state, monitor.deadline_at) == ("up", utc(2026, 12, 3, 12, 11))
+    assert clock.check_monitors(utc(2026, 12, 3, 11, 30)) == (0, 0)
