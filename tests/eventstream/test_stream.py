@@ -171,3 +171,14 @@ def test_a_run_whose_worker_died_goes_back_to_the_queue_with_an_event(streams, t
     events = [e for _, e in streams.read_group(streams.of(tenant.organization.id))]
     assert [(e["type"], e["reason"]) for e in events] == [
         ("execution.queued", None), ("execution.running", None), ("execution.queued", "lease_expired")]
+
+
+def test_the_admin_lists_what_waits_to_be_published(streams, tenant, make_job, client):
+    from apps.accounts.models import User
+
+    trigger_now(make_job(tenant))
+    client.force_login(User.objects.create_superuser(email="ops@example.com", password="x" * 20))
+    listing = client.get("/admin/eventstream/outboxentry/")
+    assert listing.status_code == 200 and "execution" in listing.content.decode()
+    entry = OutboxEntry.objects.get()
+    assert client.get(f"/admin/eventstream/outboxentry/{entry.id}/change/").status_code == 200
