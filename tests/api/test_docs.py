@@ -19,6 +19,8 @@ PATHS = {
     "/api/v1/channels/{id}/test/", "/api/v1/event-subscriptions/", "/api/v1/event-subscriptions/{id}/",
     "/api/v1/notifications/", "/api/v1/notifications/{id}/", "/api/v1/workflow-runs/{id}/",
     "/api/v1/archives/", "/api/v1/archives/{id}/", "/api/v1/archives/{id}/download/",
+    "/api/v1/executions/{id}/cancel/", "/api/v1/jobs/{id}/versions/", "/api/v1/jobs/{id}/versions/{number}/",
+    "/api/v1/jobs/{id}/versions/{number}/rollback/",
 }
 
 
