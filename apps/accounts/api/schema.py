@@ -56,9 +56,9 @@ ERROR_CODES = {
     "invalid_idempotency_key": "the Idempotency-Key header is empty, too long or not printable",
     "unsupported_media_type": "send application/json",
     "throttled": "too many requests; see Retry-After and X-RateLimit-*",
+    "archive_storage_unavailable": "archive storage is not configured or did not answer (503); try again later",
 }
 
-    "archive_storage_unavailable": "archive storage is not configured or did not answer (503); try again later",
 ERROR_SCHEMA = {
     "type": "object",
     "required": ["error"],
