@@ -16,6 +16,9 @@ untouched.
 from django.db import transaction
 from django.utils import timezone
 
+from apps.eventstream import outbox
+
+from . import events
 from .hooks import Outcome, run_outcome_hooks
 from .models import Execution
 
@@ -50,6 +53,7 @@ def cancel(execution, *, by, now=None, on_cancel=None):
     the transaction only when this call did the cancel (the audit event)."""
     now = now or timezone.now()
     with transaction.atomic():
+        previous = _locked_status(execution) if outbox.enabled() else None  # the event says from what
         changed = Execution.objects.filter(pk=execution.pk, status__in=UNFINISHED).update(
             status=S.CANCELLED, cancelled_at=now, cancelled_by=by, finished_at=now,
             lease_expires_at=None, next_attempt_at=None,
@@ -59,6 +63,7 @@ def cancel(execution, *, by, now=None, on_cancel=None):
             if execution.status == S.CANCELLED:
                 return execution
             raise ExecutionFinished(execution)
+        events.changed([execution], S.CANCELLED, previous, now)
         run_outcome_hooks([Outcome(execution_id=execution.pk, job_id=execution.job_id,
                                    organization_id=execution.organization_id, status=S.CANCELLED,
                                    finished_at=now)])
@@ -68,6 +73,10 @@ def cancel(execution, *, by, now=None, on_cancel=None):
             # robust: Redis down leaves the run cancelled; its request then runs to its end.
             transaction.on_commit(lambda: raise_flags([execution.pk]), robust=True)
     return execution
+
+
+def _locked_status(execution):
+    return Execution.objects.select_for_update().filter(pk=execution.pk).values_list("status", flat=True).first()
 
 
 def flag_key(execution_id):

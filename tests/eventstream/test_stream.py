@@ -182,3 +182,14 @@ def test_the_admin_lists_what_waits_to_be_published(streams, tenant, make_job, c
     assert listing.status_code == 200 and "execution" in listing.content.decode()
     entry = OutboxEntry.objects.get()
     assert client.get(f"/admin/eventstream/outboxentry/{entry.id}/change/").status_code == 200
+
+
+def test_a_cancelled_run_is_published(streams, tenant, make_job):
+    from apps.executions.cancelling import cancel, cancelled_by
+
+    execution = trigger_now(make_job(tenant))
+    cancel(execution, by=cancelled_by())
+    relay.relay_round()
+    events = [e for _, e in streams.read_group(streams.of(tenant.organization.id))]
+    assert [(e["type"], e["previous"]) for e in events] == [("execution.queued", None),
+                                                           ("execution.cancelled", "queued")]
