@@ -1,19 +1,8 @@
 from django.contrib import admin
 
-from apps.accounts.admin_helpers import CappedCountPaginator
+from apps.accounts.admin_helpers import CappedCountPaginator, ReadOnlyAdmin
 
 from .models import Attempt, Execution
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class AttemptInline(admin.TabularInline):

@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 from django.db import transaction
 
+from apps.accounts.admin_helpers import ReadOnlyAdmin
 from cronsvc.schedules import ScheduleError
 from cronsvc.schedules.window_parse import blackouts_to_list, parse_blackouts, parse_windows, windows_to_list
 
@@ -72,7 +73,7 @@ class JobAdmin(admin.ModelAdmin):
 
 
 @admin.register(JobVersion)
-class JobVersionAdmin(admin.ModelAdmin):
+class JobVersionAdmin(ReadOnlyAdmin):
     """Versions are written by the job services only: read here, never edited."""
 
     list_display = ["job", "number", "created_at", "source", "actor_user", "actor_api_key", "rollback_of"]
@@ -81,13 +82,3 @@ class JobVersionAdmin(admin.ModelAdmin):
     list_select_related = ["job", "actor_user", "actor_api_key"]
     raw_id_fields = ["job", "organization", "actor_user", "actor_api_key"]
     exclude = ["secrets"]  # encrypted; never shown
-    show_full_result_count = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
