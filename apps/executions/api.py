@@ -106,6 +106,20 @@ class ExecutionFilter(django_filters.FilterSet):
         model = Execution
         fields = ["job", "project", "status", "trigger", "scheduled_for", "q", "status_code"]
 
+    def filter_queryset(self, queryset):
+        """The filtered history; a search or a status code on an API list (cursor pages) reads
+        only the newest time window that fills the page (search.newest_window: sorting all of
+        a search's matches by time costs far more than a page). The web page's history
+        (page numbers, no request here) gets the plain filter."""
+        found = super().filter_queryset(queryset)
+        data = self.form.cleaned_data
+        if not (data.get("q") or data.get("status_code")) or not hasattr(self.request, "query_params"):
+            return found
+        pages = ExecutionCursorPagination()
+        cursor = pages.decode_cursor(self.request)
+        return search.newest_window(found, queryset, cursor=cursor, time_range=data.get("scheduled_for"),
+                                    needed=(cursor.offset if cursor else 0) + pages.get_page_size(self.request) + 1)
+
 
 def replay(execution, *, now=None):
     try:

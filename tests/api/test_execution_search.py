@@ -2,6 +2,7 @@
 ?status_code= (exact or a class) with the time range, on /api/v1/executions/,
 /api/v1/jobs/{id}/executions/ and /api/v1/projects/{id}/executions/."""
 
+from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 import pytest
@@ -193,3 +194,47 @@ def test_the_substring_fallback_agrees_on_whole_words(runs, tenant, q):
     executions = Execution.objects.for_organization(tenant.organization)
     fallback = set(search.substrings(executions, parse(q)).values_list("pk", flat=True))
     assert fallback == set(search.full_text(executions, q).values_list("pk", flat=True))
+
+
+def _pages(api, url, direction="next"):
+    """Every page's ids following the ``direction`` links from ``url``, and the last page."""
+    pages = []
+    while url:
+        body = api.get(url).json()
+        pages.append([row["id"] for row in body["results"]])
+        last, url = body, body[direction]
+    return pages, last
+
+
+@pytest.mark.parametrize("params", [{"q": "refused"}, {"status_code": "5xx"},
+                                    {"q": "refused", "scheduled_for_after": "2027-02-25T00:00:00Z",
+                                     "scheduled_for_before": "2027-03-01T11:30:00Z"}])
+def test_a_search_pages_through_widening_windows_completely_and_in_order(api, tenant, make_job, params):
+    """A search reads the history one time window at a time (an hour, then doubling:
+    search.newest_window). Matches spread unevenly over days, runs that do not match
+    newest, ties at a page boundary (three runs at one time): every page holds the next
+    matches newest first, the cursors lose or repeat nothing, and the previous links walk
+    back to the same pages."""
+    jobs = [make_job(tenant) for _ in range(3)]
+    newest = utc(2027, 3, 1, 12)
+    match_hours = [0.25, 0.5, 0.75, 1.5, 3, 3, 3, 5, 9, 17, 33, 34, 65, 129, 130, 300]
+    runs = []
+    for n, hours in enumerate(match_hours):
+        runs.append(Execution.objects.create(
+            job=jobs[n % 3], organization=tenant.organization, scheduled_for=newest - timedelta(hours=hours),
+            status="failed", response_status=503, error_message="Connection refused"))
+    for minutes in range(0, 600, 7):  # successes in between and newest of all
+        Execution.objects.create(job=jobs[0], organization=tenant.organization, status="succeeded",
+                                 scheduled_for=newest - timedelta(minutes=minutes, seconds=30),
+                                 response_status=200, response_body='{"ok": true}')
+    low, high = params.get("scheduled_for_after"), params.get("scheduled_for_before")
+    expected = [str(run.pk) for run in sorted(runs, key=lambda run: (run.scheduled_for, run.pk), reverse=True)
+                if (low is None or run.scheduled_for >= datetime.fromisoformat(low))
+                and (high is None or run.scheduled_for <= datetime.fromisoformat(high))]
+    assert len(expected) > 6
+    for page_size in (2, 3, 5):  # page boundaries inside the windows and inside the tie
+        pages, last = _pages(api, f"/api/v1/executions/?{urlencode({**params, 'page_size': page_size})}")
+        assert [pk for page in pages for pk in page] == expected, page_size
+        assert all(len(page) == page_size for page in pages[:-1])
+        back, _ = _pages(api, last["previous"], "previous")
+        assert [pk for page in reversed(back) for pk in page] == expected[:len(expected) - len(pages[-1])]
