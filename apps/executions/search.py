@@ -35,13 +35,19 @@ class _Document(Func):
 
 
 class _WebSearch(Func):
-    # A sub-select: the planner cannot see the words, so it plans for a match of the
-    # default frequency rather than from the words' statistics, which read a phrase as
-    # a handful of rows (the product of its words' frequencies) and then recheck every
-    # one of its thousands of candidates by computing their words (0.3 s). So planned,
-    # a window (newest_window) ANDs exec_search with the time index: the words of the
-    # window's candidates only are computed.
-    template = f"(SELECT websearch_to_tsquery('{CONFIG}'::regconfig, %(expressions)s))"
+    template = f"websearch_to_tsquery('{CONFIG}'::regconfig, %(expressions)s)"
+
+
+class _UnseenWebSearch(_WebSearch):
+    """For a phrase: in a sub-select, so the planner cannot see the words and plans for a
+    match of the default frequency. From the statistics it reads a phrase as a handful of
+    rows (the product of its words' frequencies), skips the time index and rechecks every
+    one of its thousands of candidates by computing their words (0.3 s); so planned, a
+    window (newest_window) ANDs exec_search with exec_search_time and computes the words
+    of the window's candidates only. Words alone keep their statistics: a very common
+    word is better read newest first than from its huge GIN entry."""
+
+    template = f"(SELECT {_WebSearch.template})"
 
 
 class _Matches(Func):
@@ -55,15 +61,16 @@ def matching(executions, text):
     cronsvc.search_query.InvalidSearch for a search that cannot be run."""
     alternatives = parse(text)
     if connections[executions.db].vendor == "postgresql":
-        return full_text(executions, text)
+        return full_text(executions, text, phrase=any(" " in term.text for terms in alternatives for term in terms))
     return substrings(executions, alternatives)
 
 
-def full_text(executions, text):
+def full_text(executions, text, *, phrase=False):
     document = _Document(*(F(column) for column in TEXT_COLUMNS))
+    words = (_UnseenWebSearch if phrase else _WebSearch)(Value(text))
     # The index's predicate (PostgreSQL reads NOT (x = '') as x <> '')
     has_text = ~Q(error_message="") | ~Q(response_body="")
-    return executions.filter(has_text, _Matches(document, _WebSearch(Value(text))))
+    return executions.filter(has_text, _Matches(document, words))
 
 
 def substrings(executions, alternatives):
@@ -79,8 +86,11 @@ def substrings(executions, alternatives):
 
 
 # The widening windows: the first covers the hour before the newest run in reach; each next
-# window doubles, so a search that finds a page in a year of history reads about 14.
+# one reaches four times as far back, so a search that goes through a year of history counts
+# about 8 windows (a rare word's are cheap each), and the window a page is read from holds
+# at most about four times the page's matches.
 FIRST_WINDOW = timedelta(hours=1)
+GROWTH = 4
 
 
 def newest_window(found, history, *, cursor, needed, time_range=None):
@@ -91,7 +101,7 @@ def newest_window(found, history, *, cursor, needed, time_range=None):
     Why: sorting the matches by time makes PostgreSQL fetch every match of the history
     from the heap (thousands of pages for a word of 1 % of the runs) before it returns the
     newest 50. So the windows go back in time from the newest run of ``history`` after the
-    cursor's position, newest first, doubling, each counting at most what is still needed
+    cursor's position, newest first, widening, each counting at most what is still needed
     in its own slice (a bounded scan: exec_search ANDed with exec_search_time) until the
     page is full or the oldest run (or ``time_range``'s start) is passed; then the page's
     query reads only that window. ``cursor`` is the pagination's (offset, reverse,
@@ -124,7 +134,7 @@ def newest_window(found, history, *, cursor, needed, time_range=None):
                 return found.filter(**_beyond(edge, older, include=True))
             if (edge <= last) if older else (edge >= last):
                 return found
-            previous, width = edge, width * 2
+            previous, width = edge, width * GROWTH
     except OverflowError:  # a window past year 1 or 9999: the whole history is in it
         return found
 

@@ -210,7 +210,7 @@ def _pages(api, url, direction="next"):
                                     {"q": "refused", "scheduled_for_after": "2027-02-25T00:00:00Z",
                                      "scheduled_for_before": "2027-03-01T11:30:00Z"}])
 def test_a_search_pages_through_widening_windows_completely_and_in_order(api, tenant, make_job, params):
-    """A search reads the history one time window at a time (an hour, then doubling:
+    """A search reads the history one time window at a time (an hour, then four times as far:
     search.newest_window). Matches spread unevenly over days, runs that do not match
     newest, ties at a page boundary (three runs at one time): every page holds the next
     matches newest first, the cursors lose or repeat nothing, and the previous links walk
