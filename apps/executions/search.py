@@ -134,9 +134,18 @@ def newest_window(found, history, *, cursor, needed, time_range=None):
                 return found.filter(**_beyond(edge, older, include=True))
             if (edge <= last) if older else (edge >= last):
                 return found
-            previous, width = edge, width * GROWTH
+            previous, width = edge, _next_width(width, counted, needed)
     except OverflowError:  # a window past year 1 or 9999: the whole history is in it
         return found
+
+
+def _next_width(width, counted, needed):
+    """How far the next window reaches: from the matches per hour so far, a quarter more
+    than the page needs (each window reads the word's whole index entry again, so fewer
+    windows is what counts for a frequent word); GROWTH times as far while none was found."""
+    if not counted:
+        return width * GROWTH
+    return width * min(64, max(2, 1.25 * needed / counted))
 
 
 def _beyond(moment, older, *, include):
