@@ -86,9 +86,9 @@ def substrings(executions, alternatives):
 
 
 # The widening windows: the first covers the hour before the newest run in reach; each next
-# one reaches four times as far back, so a search that goes through a year of history counts
-# about 8 windows (a rare word's are cheap each), and the window a page is read from holds
-# at most about four times the page's matches.
+# one reaches as far as the matches found so far say fills the page (_next_width), and four
+# times as far while none is found, so a search through a year of history counts about 8
+# windows (a rare word's are cheap each).
 FIRST_WINDOW = timedelta(hours=1)
 GROWTH = 4
 
