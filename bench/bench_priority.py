@@ -7,8 +7,8 @@ queue holds a backlog of low-priority runs, against the same measure with an emp
     .venv/bin/python bench/bench_priority.py [--backlog 50000] [--repeat 3] [--high 80] [--spread 20]
 
 Each run: the executions table is emptied and the Redis index flushed; ``--backlog`` queued
-low runs are published to the plan's ``:low`` sub-queue (in messages of
-publishing.LOW_PRIORITY_CHUNK runs, as the scheduler sends them); a worker (the Procfile's line: ``<plan>:high,<plan>,<plan>:low``, prefork,
+low runs are published to the plan's ``--low`` sub-queue (in messages of
+publishing.LOW_PRIORITY_CHUNK runs, as the scheduler sends them); a worker (the Procfile's line: ``<plan>--high,<plan>,<plan>--low``, prefork,
 concurrency 4) and a scheduler start; ``--high`` one-off high-priority jobs come due spread
 over ``--spread`` seconds. Lag = the run's ``started_at`` (the worker claimed it) minus its
 due time. The endpoint is a local HTTP server answering 200 at once. The database must be
@@ -122,10 +122,10 @@ def _one_run(world, port, backlog, args, meter):
             url=url, priority="low", next_run_at=None) for i in range(LOW_JOBS))
     start = timezone.now() - timedelta(hours=24)
     rows = Execution.objects.bulk_create(
-        (Execution(job=low_jobs[i % LOW_JOBS], organization=world["organization"], queue=f"{PLAN_QUEUE}:low",
+        (Execution(job=low_jobs[i % LOW_JOBS], organization=world["organization"], queue=f"{PLAN_QUEUE}--low",
                    scheduled_for=start + timedelta(seconds=i), published_at=timezone.now())
          for i in range(max(1, backlog))), batch_size=5000)
-    publishing.publish({f"{PLAN_QUEUE}:low": [row.id for row in rows]})
+    publishing.publish({f"{PLAN_QUEUE}--low": [row.id for row in rows]})
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "SWEEPER_REPUBLISH_AFTER": str(args.republish_after)}
     nice = f"nice -n {args.worker_nice} " if args.worker_nice else ""
     worker = subprocess.Popen(["sh", "-c", f"exec {nice}" + _procfile("worker_enterprise")], cwd=ROOT, env=env,

@@ -333,8 +333,8 @@ else:
     # an unacknowledged message is redelivered only when its worker really died.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
-        # A worker polls its queues in the order given (Procfile: <plan>:high, <plan>,
-        # <plan>:low), not round robin: high-priority runs are taken first (routing.py).
+        # A worker polls its queues in the order given (Procfile: <plan>--high, <plan>,
+        # <plan>--low), not round robin: high-priority runs are taken first (routing.py).
         "queue_order_strategy": "priority",
     }
 if CELERY_BROKER_URL.startswith("redis://"):
@@ -467,7 +467,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "ENUM_NAME_OVERRIDES": {"NotificationStatusEnum": "apps.notifications.models.Outgoing.Status",
-                            "ExecutionStatusEnum": "apps.executions.models.Execution.Status"},
+                            "ExecutionStatusEnum": "apps.executions.models.Execution.Status",
+                            "JobVersionSourceEnum": "apps.jobs.models.JobVersion.Source",
+                            "RuleSourceEnum": ["job", "project", "default"]},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.accounts.api.schema.add_error_component",

@@ -4,8 +4,8 @@ and per priority.
 Bulkheads: each plan tier has its own queue and its own workers, so a flood of free-tier
 runs never delays a paid tenant; ``runs.<plan>.<region>`` lets self-hosters place
 workers near their targets. Within a plan's queue, high- and low-priority runs go to
-sub-queues ``<queue>:high`` and ``<queue>:low`` (normal ones stay on ``<queue>``); the
-plan's workers consume ``<queue>:high,<queue>,<queue>:low`` in that order (Procfile; on
+sub-queues ``<queue>--high`` and ``<queue>--low`` (normal ones stay on ``<queue>``); the
+plan's workers consume ``<queue>--high,<queue>,<queue>--low`` in that order (Procfile; on
 Redis with kombu's ``queue_order_strategy='priority'``), so a backlog of low runs never
 stands in front of a high one. See docs/run-control.md.
 """
@@ -15,7 +15,7 @@ from django.conf import settings
 DEFAULT_QUEUE = "default"
 HIGH, NORMAL, LOW = "high", "normal", "low"
 PRIORITY_ORDER = (HIGH, NORMAL, LOW)
-_SEPARATOR = ":"  # not a dot: a region may be named like a priority
+_SEPARATOR = "--"  # not a dot (a region may be named like a priority), not ":" (the filesystem broker refuses it)
 
 
 def queue_for(plan_queue, region="", priority=NORMAL):

@@ -22,6 +22,8 @@ PATHS = {
     "/api/v1/archives/", "/api/v1/archives/{id}/", "/api/v1/archives/{id}/download/",
     "/api/v1/executions/{id}/cancel/", "/api/v1/jobs/{id}/versions/", "/api/v1/jobs/{id}/versions/{number}/",
     "/api/v1/jobs/{id}/versions/{number}/rollback/",
+    "/api/v1/monitors/", "/api/v1/monitors/{id}/", "/api/v1/monitors/{id}/pause/", "/api/v1/monitors/{id}/resume/",
+    "/api/v1/monitors/{id}/pings/", "/api/v1/monitors/{id}/badge/",
 }
 
 

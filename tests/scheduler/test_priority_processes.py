@@ -65,7 +65,7 @@ def test_high_runs_overtake_a_low_backlog_and_held_low_runs_run_later(tmp_path, 
     assert codes == [0] * len(codes), worker.output()[-3000:]
 
     # Published last, taken before the low runs still waiting in line.
-    assert high_run.queue == f"{plan_queue}:high"
+    assert high_run.queue == f"{plan_queue}--high"
     assert waiting_low > 0, "the high run waited behind the whole low backlog"
     assert Execution.objects.filter(job=backlog_job, started_at__gt=high_run.started_at).count() >= waiting_low
 

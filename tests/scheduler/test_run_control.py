@@ -72,13 +72,13 @@ def test_low_runs_are_held_while_their_queue_is_overloaded_and_go_out_after(tena
 
     result = claim_due(FRIDAY_17, batch_size=10, overloaded=frozenset({plan_queue}))
 
-    assert [queue for _, queue, _ in result.to_publish] == [f"{plan_queue}:high"]
+    assert [queue for _, queue, _ in result.to_publish] == [f"{plan_queue}--high"]
     held = Execution.objects.get(job=low)
     assert (held.status, held.published_at, held.defer_reason, held.queue) == (
-        "queued", None, "overload", f"{plan_queue}:low")
+        "queued", None, "overload", f"{plan_queue}--low")
     # Passed over while the queue is still overloaded, never dropped; sent once it drains.
-    assert sweeper.due_retries(FRIDAY_17, held_queues=[f"{plan_queue}:low"]) == []
-    assert sweeper.due_retries(FRIDAY_17) == [(held.id, f"{plan_queue}:low")]
+    assert sweeper.due_retries(FRIDAY_17, held_queues=[f"{plan_queue}--low"]) == []
+    assert sweeper.due_retries(FRIDAY_17) == [(held.id, f"{plan_queue}--low")]
 
 
 def test_normal_runs_are_not_held_and_keep_the_plain_queue(tenant, make_job):
@@ -92,7 +92,7 @@ def test_normal_runs_are_not_held_and_keep_the_plain_queue(tenant, make_job):
 
 
 def test_overload_counts_a_plan_queue_with_its_sub_queues():
-    depths = {"runs.pro": 400, "runs.pro:low": 700, "runs.pro:high": 0, "runs.free": 999, "runs.free.eu:low": 5}
+    depths = {"runs.pro": 400, "runs.pro--low": 700, "runs.pro--high": 0, "runs.free": 999, "runs.free.eu--low": 5}
     assert overloaded_queues(depths, threshold=1000) == {"runs.pro"}
     assert overloaded_queues(depths, threshold=0) == {"runs.pro", "runs.free", "runs.free.eu"}
 
@@ -100,7 +100,7 @@ def test_overload_counts_a_plan_queue_with_its_sub_queues():
 def test_low_runs_go_out_in_small_messages(private_queue, broker):
     """A worker process takes a high message only between two messages: small low ones
     keep that wait short (apps.executions.publishing.LOW_PRIORITY_CHUNK)."""
-    low = f"{private_queue}:low"
+    low = f"{private_queue}--low"
     try:
         sent = publishing.publish({low: [uuid.uuid4() for _ in range(25)],
                                    private_queue: [uuid.uuid4() for _ in range(25)]})

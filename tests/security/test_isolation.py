@@ -44,6 +44,8 @@ RESOURCES = {
     "notifications": "notification",
     "event-subscriptions": "event_subscription",
     "statements": "statement",
+    "monitors": "monitor",
+    "archives": "archive",
 }
 ID_PARAMETERS = {"pk", "id", "user_id", "project_pk", "job_pk", "execution_pk", "channel_pk"}
 # Other parameters: name -> function(world, template) giving the value to try.
@@ -54,10 +56,12 @@ PARAMETERS = {
     "content_type_id": lambda w, t: str(ContentType.objects.get_for_model(Organization).pk),
     "url": lambda w, t: "accounts/organization/",
     "format": lambda w, t: "json",
+    "number": lambda w, t: "1",  # a job version: the job before it is A's
 }
 # Reachable without belonging to the organization, on purpose (capability URLs).
 PUBLIC_BY_DESIGN = {
     "badge": "a status badge is public to whoever holds its unguessable token",
+    "monitor-ping": "a ping URL is the monitor's credential (an unguessable id), as Healthchecks does",
 }
 # Pages that answer a wrong or foreign token with a page of their own (still without A's data).
 # (The SSO callback answers a state that no sign-in in this session started with its own 400.)

@@ -76,6 +76,8 @@ def build_world(make_tenant):
     _optional(objects, "event_subscription", lambda: _subscription(org, project, tag))
     _optional(objects, "badge", lambda: _badge(org, job))
     _optional(objects, "statement", lambda: _statement(org))
+    _optional(objects, "monitor", lambda: _monitor(project, tag))
+    _optional(objects, "archive", lambda: _archive(org, tag))
     markers = [org.name, org.slug, project.name, job.name, f"alpha-{tag}.example.com", f"alpha-plain-{tag}",
                f"alpha-response-{tag}", a.owner.email, member.email, f"Alpha key {tag}", api_key.lookup,
                f"alpha-channel-{tag}", f"alpha-notification-{tag}", f"alpha-subscription-{tag}",
@@ -109,6 +111,22 @@ def _badge(org, job):
     from apps.badges.models import Badge
 
     return Badge.objects.create(organization=org, job=job)
+
+
+def _monitor(project, tag):
+    from apps.monitors.services import create_monitor
+
+    return create_monitor(project=project, name=f"alpha-monitor-{tag}", schedule_type="interval",
+                          interval_seconds=3600, grace_seconds=600)
+
+
+def _archive(org, tag):
+    import datetime
+
+    from apps.archives.models import Archive
+
+    return Archive.objects.create(organization=org, day=datetime.date(2026, 1, 1), key=f"alpha/{tag}.jsonl.gz",
+                                  rows=1, bytes=10, sha256="0" * 64)
 
 
 def _statement(org):
