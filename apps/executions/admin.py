@@ -1,7 +1,9 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from apps.accounts.admin_helpers import CappedCountPaginator, ReadOnlyAdmin
+from apps.accounts.services import record_audit
 
+from . import cancelling
 from .models import Attempt, Execution
 
 
@@ -20,7 +22,7 @@ class AttemptInline(admin.TabularInline):
 class ExecutionAdmin(ReadOnlyAdmin):
     list_display = ["id", "job", "organization", "scheduled_for", "trigger", "status", "attempt",
                     "response_status", "error_kind", "duration_ms"]
-    list_filter = ["status", "trigger"]
+    list_filter = ["status", "trigger", "defer_reason"]
     search_fields = ["=id", "=job__id"]
     list_select_related = ["job", "organization"]
     raw_id_fields = ["job", "organization", "replay_of"]
@@ -29,6 +31,31 @@ class ExecutionAdmin(ReadOnlyAdmin):
     paginator = CappedCountPaginator
     list_per_page = 50
     inlines = [AttemptInline]
+    actions = ["cancel_executions"]
+
+    def has_cancel_permission(self, request):
+        # Runs are read-only here except for this one action.
+        return request.user.has_perm("executions.change_execution")
+
+    @admin.action(description="Cancel selected executions", permissions=["cancel"])
+    def cancel_executions(self, request, queryset):
+        """The API's and the pages' cancel (apps.executions.cancelling), recorded as the
+        operator's, each with its audit event: a queued run never starts, a running one's
+        request is closed. Runs already cancelled or finished are left as they are."""
+        by = cancelling.cancelled_by(user=request.user, operator=True)
+        cancelled = 0
+        for execution in queryset.filter(status__in=cancelling.UNFINISHED).select_related("organization"):
+            before = execution.status
+            try:
+                cancelling.cancel(execution, by=by, on_cancel=lambda done, before=before, org=execution.organization: record_audit(
+                    org, "execution.cancel", target=done, actor_user=request.user,
+                    data={"status_before": before, "by_operator": True}))
+            except cancelling.ExecutionFinished:  # finished between the list and the cancel
+                continue
+            cancelled += 1
+        self.message_user(request, f"Cancelled {cancelled} execution(s); the others selected had already "
+                                   "finished or been cancelled and were left as they were.",
+                          messages.SUCCESS if cancelled else messages.WARNING)
 
 
 @admin.register(Attempt)

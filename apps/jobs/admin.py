@@ -1,6 +1,8 @@
 from django import forms
 from django.contrib import admin
 from django.db import transaction
+from django.urls import reverse
+from django.utils.html import format_html
 
 from apps.accounts.admin_helpers import ReadOnlyAdmin
 from cronsvc.schedules import ScheduleError
@@ -41,8 +43,8 @@ class JobAdmin(admin.ModelAdmin):
     search_fields = ["name", "url", "organization__name", "project__name"]
     list_select_related = ["organization", "project"]
     raw_id_fields = ["organization", "project"]
-    readonly_fields = ["id", "next_run_at", "last_run_at", "last_status", "consecutive_failures",
-                       "expired_at", "created_at", "updated_at"]
+    readonly_fields = ["id", "version", "versions_link", "next_run_at", "last_run_at", "last_status",
+                       "consecutive_failures", "expired_at", "created_at", "updated_at"]
     show_full_result_count = False
     actions = ["pause", "resume"]
 
@@ -58,6 +60,13 @@ class JobAdmin(admin.ModelAdmin):
             before = versions.definition(Job.objects.get(pk=obj.pk), dependencies)
             versions.record(obj, before, dependencies, author=author, source=JobVersion.Source.ADMIN)
             super().save_model(request, obj, form, change)
+
+    @admin.display(description="Versions")
+    def versions_link(self, obj):
+        if obj.pk is None:
+            return "-"
+        url = reverse("admin:jobs_jobversion_changelist") + f"?job__id__exact={obj.pk}"
+        return format_html('<a href="{}">Every version of this job (now {})</a>', url, obj.version)
 
     @admin.action(description="Pause the selected jobs")
     def pause(self, request, queryset):
