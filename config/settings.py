@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "django_otp",
     "django_otp.plugins.otp_totp",
+    "apps.api",
     "apps.accounts",
     "apps.billing",
     "apps.projects",
@@ -406,9 +407,15 @@ except ValueError as exc:
 RESPONSE_BODY_MAX_BYTES = env_int("RESPONSE_BODY_MAX_BYTES", 16 * 1024)
 
 # --- Delivery (workers) ---
-# Deliveries one worker pool process (a prefork child) keeps in flight (its HTTP threads);
-# a task waits for free slots before it claims its runs.
-DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 256)
+# How a worker process sends its requests: "asyncio" (one event loop thread per process,
+# aiohttp, cronsvc/delivery/aio.py: thousands in flight for little CPU) or "threads" (the
+# earlier engine: a blocking urllib3 request per thread of a pool).
+DELIVERY_ENGINE = env_str("DELIVERY_ENGINE", "asyncio")
+if DELIVERY_ENGINE not in ("asyncio", "threads"):
+    raise ImproperlyConfigured(f"DELIVERY_ENGINE must be asyncio or threads, not {DELIVERY_ENGINE!r}")
+# Deliveries one worker pool process (a prefork child) keeps in flight (requests on its
+# loop, or its HTTP threads); a task waits for free slots before it claims its runs.
+DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 1000 if DELIVERY_ENGINE == "asyncio" else 256)
 # How long a task waits for its slowest runs before the process's late recorder takes
 # them over and the task moves on (a hanging endpoint must not hold a worker thread). A
 # prefork child runs one task at a time, so this also sets how soon it takes its next
@@ -431,21 +438,21 @@ BREAKER_COOLDOWN_SECONDS = env_float("BREAKER_COOLDOWN_SECONDS", 60.0)
 
 # --- REST API ---
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "apps.accounts.api.schema.ApiAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "apps.api.schema.ApiAutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "apps.accounts.api.authentication.ApiKeyAuthentication",
+        "apps.api.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.api.permissions.RolePermission"],
-    "DEFAULT_THROTTLE_CLASSES": ["apps.accounts.api.throttling.PlanRateThrottle"],
+    "DEFAULT_PERMISSION_CLASSES": ["apps.api.permissions.RolePermission"],
+    "DEFAULT_THROTTLE_CLASSES": ["apps.api.throttling.PlanRateThrottle"],
     "DEFAULT_FILTER_BACKENDS": [
-        "apps.accounts.api.filters.FilterBackend",
+        "apps.api.filters.FilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_PAGINATION_CLASS": "apps.accounts.api.pagination.PagePagination",
-    "DEFAULT_PARSER_CLASSES": ["apps.accounts.api.parsers.BoundedJSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "apps.api.pagination.PagePagination",
+    "DEFAULT_PARSER_CLASSES": ["apps.api.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "apps.accounts.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "apps.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "PAGE_SIZE": 50,
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
@@ -472,7 +479,7 @@ SPECTACULAR_SETTINGS = {
                             "RuleSourceEnum": ["job", "project", "default"]},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "apps.accounts.api.schema.add_error_component",
+        "apps.api.schema.add_error_component",
     ],
 }
 # API keys one client IP may create per hour (on top of the per-key request quota).

@@ -42,7 +42,7 @@ urlpatterns = [
 
 # Under /api/ even Django's own error pages answer in the API's JSON error format; elsewhere
 # Django's default views render templates/400.html, 403.html, 404.html and 500.html.
-handler400 = "apps.accounts.api.errors.handler400"
-handler403 = "apps.accounts.api.errors.handler403"
-handler404 = "apps.accounts.api.errors.handler404"
-handler500 = "apps.accounts.api.errors.handler500"
+handler400 = "apps.api.errors.handler400"
+handler403 = "apps.api.errors.handler403"
+handler404 = "apps.api.errors.handler404"
+handler500 = "apps.api.errors.handler500"

@@ -30,7 +30,7 @@ from django.core.cache.backends.redis import RedisCache
 from django.db import transaction
 from django.db.models.base import ModelState
 
-from apps.accounts.api.throttling import CACHE_ALIAS, count_and_read, redis_client
+from apps.api.throttling import CACHE_ALIAS, count_and_read, redis_client
 
 log = logging.getLogger(__name__)
 

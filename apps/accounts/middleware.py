@@ -7,7 +7,7 @@ import secrets
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 
-from .api.errors import API_PREFIX
+from apps.api.errors import API_PREFIX
 
 # Inline event handlers our templates use, allowed by hash ('unsafe-hashes'), not wholesale.
 _HANDLER_HASHES = ("'sha256-osjxnKEPL/pQJbFk1dKsF7PYFmTyMWGmVSiL9inhxJY='",)  # this.form.submit()

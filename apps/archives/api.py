@@ -5,9 +5,9 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.decorators import action
 
-from apps.accounts.api.actor import Role
-from apps.accounts.api.base import ApiViewMixin
-from apps.accounts.api.schema import error_response
+from apps.api.actor import Role
+from apps.api.base import ApiViewMixin
+from apps.api.schema import error_response
 
 from .downloads import ArchivesUnavailable, archive_response
 from .models import Archive

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 
-from apps.web.access import Role, member_view
+from apps.api.access import Role, member_view
 
 from .downloads import ArchivesUnavailable, archive_response
 from .models import Archive

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_v
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
-from apps.accounts.api.base import ApiViewMixin, StrictSerializer
+from apps.api.base import ApiViewMixin, StrictSerializer
 from apps.jobs.models import Job
 from apps.projects.models import Project
 

@@ -6,8 +6,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.api.actor import Role
-from apps.accounts.api.base import ApiViewMixin
+from apps.api.actor import Role
+from apps.api.base import ApiViewMixin
 
 from .plan_change import paused_by_plan
 from .usage import HISTORY_DAYS, usage_for

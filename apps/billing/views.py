@@ -4,7 +4,7 @@
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
-from apps.web.access import Role, member_view, require_role
+from apps.api.access import Role, member_view, require_role
 
 from .models import Statement
 from .plan_change import paused_by_plan

@@ -11,7 +11,7 @@ from rest_framework import serializers
 from rest_framework import ISO_8601
 from rest_framework.settings import api_settings
 
-from apps.accounts.api.base import StrictSerializer
+from apps.api.base import StrictSerializer
 from cronsvc.delivery.masking import masked
 
 from .models import Attempt, Execution

@@ -7,7 +7,7 @@ from rest_framework.exceptions import ErrorDetail, NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.api.base import ApiViewMixin
+from apps.api.base import ApiViewMixin
 from apps.projects.models import Project
 
 from . import stats

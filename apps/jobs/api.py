@@ -16,14 +16,14 @@ from rest_framework.exceptions import ErrorDetail, NotFound, ValidationError
 from rest_framework.response import Response
 
 from apps.accounts import rows
-from apps.accounts.api import idempotency
-from apps.accounts.api.actor import Role
-from apps.accounts.api.base import ApiViewMixin
-from apps.accounts.api.errors import Conflict
-from apps.accounts.api.filters import FilterBackend, names_a_filter
-from apps.accounts.api.pagination import ExecutionCursorPagination
-from apps.accounts.api.params import query_flag
-from apps.accounts.api.representation import represent, represent_many
+from apps.api import idempotency
+from apps.api.actor import Role
+from apps.api.base import ApiViewMixin
+from apps.api.errors import Conflict
+from apps.api.filters import FilterBackend, names_a_filter
+from apps.api.pagination import ExecutionCursorPagination
+from apps.api.params import query_flag
+from apps.api.representation import represent, represent_many
 from apps.accounts.api.serializers import EmptySerializer
 from apps.badges.api import BADGE_EXAMPLE, BadgeSerializer, badge_for
 from apps.badges.models import Badge

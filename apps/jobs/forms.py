@@ -9,7 +9,7 @@ same validation as the API, and ``form_errors`` puts its messages beside the fie
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from apps.accounts.api.errors import flatten
+from apps.api.errors import flatten
 from cronsvc.schedules.localtime import load_zone
 
 from .models import Job

@@ -17,8 +17,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from apps.accounts import rows
-from apps.accounts.api.base import StrictModelSerializer, StrictSerializer
-from apps.accounts.api.errors import PlanLimitExceeded, error_body
+from apps.api.base import StrictModelSerializer, StrictSerializer
+from apps.api.errors import PlanLimitExceeded, error_body
 from apps.accounts.models import Organization
 from apps.projects.models import Project
 from cronsvc.delivery.masking import MASK, SECRET_HEADER_NAMES

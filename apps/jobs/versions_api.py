@@ -7,7 +7,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ErrorDetail, NotFound, ValidationError
 from rest_framework.response import Response
 
-from apps.accounts.api.errors import Conflict
+from apps.api.errors import Conflict
 from apps.accounts.api.serializers import EmptySerializer
 
 from . import validation, versions

@@ -1,7 +1,7 @@
 """The monitor form of the pages <-> the API's JSON shape, so MonitorSerializer (the API's
 rules) validates both."""
 
-from apps.accounts.api.errors import flatten
+from apps.api.errors import flatten
 
 NON_FIELD = "__all__"
 FIELDS = ("name", "project", "schedule_type", "cron_expression", "interval_seconds", "timezone", "grace_seconds")

@@ -6,7 +6,7 @@ from django.urls import reverse
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
-from apps.accounts.api.base import StrictModelSerializer
+from apps.api.base import StrictModelSerializer
 from apps.jobs.serializers import DefaultProject, ProjectField, ScheduleField
 from apps.projects.models import Project
 

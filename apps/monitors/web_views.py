@@ -7,9 +7,9 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.accounts.api.audit import audit
+from apps.api.audit import audit
 from apps.billing.limits import PlanLimit
-from apps.web.access import Role, member_view, require_role
+from apps.api.access import Role, member_view, require_role
 from apps.web.views.jobs import TIMEZONES, serializer_context
 from cronsvc.ids import uuid_or_none
 

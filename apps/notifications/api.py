@@ -13,9 +13,9 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.api.base import ApiViewMixin, StrictModelSerializer, StrictSerializer
-from apps.accounts.api.filters import FilterBackend
-from apps.accounts.api.pagination import NewestFirstCursorPagination
+from apps.api.base import ApiViewMixin, StrictModelSerializer, StrictSerializer
+from apps.api.filters import FilterBackend
+from apps.api.pagination import NewestFirstCursorPagination
 from apps.jobs.models import Job
 from apps.jobs.serializers import ProjectField
 from apps.projects.models import Project
@@ -266,7 +266,7 @@ class _RuleView(ApiViewMixin, APIView):
         return Response(rule_body(project, job))
 
     def _check_write(self):
-        from apps.accounts.api.actor import Role
+        from apps.api.actor import Role
         from rest_framework.exceptions import PermissionDenied
 
         if not self.actor.has_role(Role.DEVELOPER):

@@ -12,9 +12,9 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from apps.accounts.api.audit import audit
+from apps.api.audit import audit
 from apps.jobs.models import Job
-from apps.web.access import Role, member_view, require_role
+from apps.api.access import Role, member_view, require_role
 
 from . import services
 from .models import ALL_EVENTS, Channel, Event, Notification

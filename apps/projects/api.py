@@ -8,10 +8,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import filters, serializers, viewsets
 from rest_framework.exceptions import ErrorDetail
 
-from apps.accounts.api.actor import Role
-from apps.accounts.api.base import ApiViewMixin, StrictModelSerializer
-from apps.accounts.api.errors import Conflict
-from apps.accounts.api.params import query_flag
+from apps.api.actor import Role
+from apps.api.base import ApiViewMixin, StrictModelSerializer
+from apps.api.errors import Conflict
+from apps.api.params import query_flag
 from cronsvc.schedules import ScheduleError
 from cronsvc.schedules.localtime import load_zone
 

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 
-from apps.accounts.api.audit import client_ip
+from apps.api.audit import client_ip
 
 from . import ratelimit
 

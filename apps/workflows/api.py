@@ -7,7 +7,7 @@ from rest_framework import viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from apps.accounts.api.base import ApiViewMixin
+from apps.api.base import ApiViewMixin
 from apps.executions.models import Execution
 
 from .runs import load_run

@@ -7,7 +7,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from apps.executions.models import Execution
-from apps.web.access import member_view
+from apps.api.access import member_view
 
 from .graph import Node, render_svg
 from .runs import load_run

@@ -67,7 +67,7 @@ def _private_ip_quota(settings, monkeypatch):
     an hour, shared with other suites (the browser tests create keys too): count each test's
     creations in a window of its own, far from the real clock, and lift the quota unless a
     test sets its own."""
-    from apps.accounts.api import throttling
+    from apps.api import throttling
 
     private_hour = 4_000_000_000 + (uuid.uuid4().int % 10**6) * 3600
     monkeypatch.setattr(throttling.KeyCreationIPThrottle, "timer", lambda self: float(private_hour))

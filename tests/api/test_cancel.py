@@ -84,7 +84,7 @@ def test_a_finished_run_answers_409(api, tenant, make_job, status):
 
 
 def test_the_cancel_and_its_audit_event_commit_together(api, tenant, make_job, monkeypatch):
-    from apps.accounts.api import base
+    from apps.api import base
 
     execution = run_of(make_job(tenant))
 

@@ -255,7 +255,7 @@ def test_expired_idempotency_key_runs_again(api, tenant):
 
 
 def test_expired_idempotency_keys_can_be_purged(api, tenant):
-    from apps.accounts.api.idempotency import purge_expired
+    from apps.api.idempotency import purge_expired
     from apps.accounts.models import IdempotencyKey
 
     api.post("/api/v1/jobs/", job_body(tenant), HTTP_IDEMPOTENCY_KEY="old")

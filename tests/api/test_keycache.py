@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.accounts import keycache, services
-from apps.accounts.api import throttling
+from apps.api import throttling
 from apps.billing.models import Plan
 from tests.api.conftest import error_of, key_client
 

@@ -1,4 +1,4 @@
-"""apps.accounts.api.representation: the fast path writes exactly what DRF's serializer
+"""apps.api.representation: the fast path writes exactly what DRF's serializer
 writes, for every kind of job and field (compared as the JSON a client receives)."""
 
 from datetime import datetime, timedelta, timezone as dt_timezone
@@ -9,7 +9,7 @@ from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 
-from apps.accounts.api.representation import represent, represent_many
+from apps.api.representation import represent, represent_many
 from apps.jobs.models import Job, JobDependency
 from apps.jobs.serializers import JobSerializer, load_links
 

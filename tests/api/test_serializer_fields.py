@@ -1,4 +1,4 @@
-"""Each serializer binds fields of its own (apps.accounts.api.base.copy_fields): copied
+"""Each serializer binds fields of its own (apps.api.base.copy_fields): copied
 shallowly or deeply, no field, nested serializer or child is shared between two of them,
 so concurrent requests cannot see each other's parent or context."""
 

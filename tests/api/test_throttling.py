@@ -2,7 +2,7 @@
 
 import pytest
 
-from apps.accounts.api import throttling
+from apps.api import throttling
 from apps.billing.models import Plan
 from tests.api.conftest import error_of
 

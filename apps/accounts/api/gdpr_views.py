@@ -12,9 +12,9 @@ from rest_framework.views import APIView
 from apps.accounts import gdpr
 from apps.accounts.models import DataExport
 
-from .actor import Role
-from .base import ApiViewMixin
-from .errors import Conflict
+from apps.api.actor import Role
+from apps.api.base import ApiViewMixin
+from apps.api.errors import Conflict
 
 OWNER_ONLY = {name: Role.OWNER for name in ("list", "retrieve", "create", "download")}
 

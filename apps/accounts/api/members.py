@@ -6,8 +6,8 @@ from guardian.shortcuts import assign_perm, remove_perm
 from apps.accounts.models import Membership, User
 from apps.projects.models import Project
 
-from .actor import ACCESS_PROJECT, RANK, Role, actor_for_membership
-from .errors import Conflict
+from apps.api.actor import ACCESS_PROJECT, RANK, Role, actor_for_membership
+from apps.api.errors import Conflict
 
 
 class AlreadyMember(Conflict):

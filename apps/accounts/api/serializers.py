@@ -7,8 +7,8 @@ from rest_framework import serializers
 from apps.accounts.models import ApiKey, AuditEvent, Membership
 from apps.projects.provisioning import create_api_key
 
-from .actor import RANK, Role
-from .base import StrictModelSerializer, StrictSerializer
+from apps.api.actor import RANK, Role
+from apps.api.base import StrictModelSerializer, StrictSerializer
 from .members import member_project_ids
 
 PROJECTS_HELP = "Ids of the projects reachable; null means every project of the organization."

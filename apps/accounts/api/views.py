@@ -12,15 +12,15 @@ from rest_framework.response import Response
 from apps.accounts.models import ApiKey, AuditEvent, Membership
 
 from . import members
-from .actor import Role
-from .base import ApiViewMixin
-from .filters import FilterBackend, UtcDateTimeFromToRangeFilter
-from .pagination import NewestFirstCursorPagination
+from apps.api.actor import Role
+from apps.api.base import ApiViewMixin
+from apps.api.filters import FilterBackend, UtcDateTimeFromToRangeFilter
+from apps.api.pagination import NewestFirstCursorPagination
 from .serializers import (
     ApiKeySerializer, AuditEventSerializer, EmptySerializer, MemberInviteSerializer, MemberSerializer,
     NewApiKeySerializer,
 )
-from .throttling import KeyCreationIPThrottle
+from apps.api.throttling import KeyCreationIPThrottle
 
 ADMIN_ONLY = {name: Role.ADMIN for name in
               ("list", "retrieve", "create", "update", "partial_update", "destroy", "revoke")}

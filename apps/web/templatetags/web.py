@@ -150,7 +150,7 @@ def organization_switcher(context):
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {"memberships": [], "current": None}
-    from ..access import memberships_of
+    from apps.api.access import memberships_of
 
     membership = getattr(request, "membership", None)
     memberships = list(memberships_of(user))

@@ -17,13 +17,13 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from apps.accounts import otp_views, sso
-from apps.accounts.api.audit import client_ip
+from apps.api.audit import client_ip
 from apps.accounts.models import Membership, User
 from apps.accounts.services import record_audit
 from apps.billing.plans import DEFAULT_PLAN_CODE
 from apps.projects.provisioning import provision_tenant
 
-from ..access import SESSION_KEY
+from apps.api.access import SESSION_KEY
 from ..forms import RateLimitedAuthenticationForm, ResetForm, SignupForm
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"

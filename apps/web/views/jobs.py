@@ -21,8 +21,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 import cronsvc
-from apps.accounts.api.audit import audit
-from apps.accounts.api.errors import PlanLimitExceeded
+from apps.api.audit import audit
+from apps.api.errors import PlanLimitExceeded
 from apps.executions.api import ExecutionFilter
 from apps.executions.delivery import request_spec, success_criteria
 from apps.executions.models import Execution
@@ -51,7 +51,7 @@ from apps.badges.api import badge_url
 from apps.badges.models import Badge
 
 from .. import health, ratelimit, stats
-from ..access import Role, member_view, require_role
+from apps.api.access import Role, member_view, require_role
 
 DASHBOARD_PAGE_SIZE = 100
 HISTORY_PAGE_SIZE = 20

@@ -6,14 +6,14 @@ from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from apps.accounts.api.audit import audit
-from apps.accounts.api.errors import flatten
+from apps.api.audit import audit
+from apps.api.errors import flatten
 from apps.executions.triggers import NotFinished, replay_all
 from apps.executions.models import Execution
 from apps.jobs.serializers import ImportCrontabSerializer, import_crontab
 from cronsvc.ids import uuid_or_none
 
-from ..access import Role, member_view
+from apps.api.access import Role, member_view
 from .jobs import serializer_context
 
 PAGE_SIZE = 50

@@ -8,13 +8,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from apps.accounts.api.audit import audit
+from apps.api.audit import audit
 from apps.executions import cancelling
 from apps.executions.models import Execution
 from apps.jobs import validation, versions
 from apps.jobs.versions_api import author_of
 
-from ..access import Role, member_view, require_role
+from apps.api.access import Role, member_view, require_role
 from .jobs import get_job
 
 VERSIONS_PAGE_SIZE = 20

@@ -21,10 +21,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.accounts.api import members as member_rules
-from apps.accounts.api.audit import audit, client_ip
-from apps.accounts.api.errors import Conflict, flatten
+from apps.api.audit import audit, client_ip
+from apps.api.errors import Conflict, flatten
 from apps.accounts.api.serializers import ApiKeySerializer, MemberInviteSerializer, MemberSerializer
-from apps.accounts.api.throttling import count_hit
+from apps.api.throttling import count_hit
 from apps.accounts import gdpr, otp_views
 from apps.accounts.models import ApiKey, DataExport, Membership
 from apps.accounts.services import revoke_api_key
@@ -37,7 +37,7 @@ from apps.projects.provisioning import create_api_key
 from cronsvc.delivery.signing import generate_secret
 from cronsvc.schedules.describe import format_duration
 
-from ..access import SESSION_KEY, Role, member_view, membership_for, require_role
+from apps.api.access import SESSION_KEY, Role, member_view, membership_for, require_role
 from .auth import send_invitation
 from .jobs import TIMEZONES, serializer_context
 

@@ -15,13 +15,13 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.accounts import sso
-from apps.accounts.api.audit import audit, client_ip
+from apps.api.audit import audit, client_ip
 from apps.accounts.models import OrganizationSSO
 from apps.accounts.services import record_audit
 from cronsvc.oidc import parse_domains
 
 from .. import ratelimit
-from ..access import SESSION_KEY, Role, member_view
+from apps.api.access import SESSION_KEY, Role, member_view
 from .auth import BACKEND
 
 log = logging.getLogger(__name__)

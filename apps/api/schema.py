@@ -142,7 +142,7 @@ class ApiAutoSchema(AutoSchema):
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
-    target_class = "apps.accounts.api.authentication.ApiKeyAuthentication"
+    target_class = "apps.api.authentication.ApiKeyAuthentication"
     name = "apiKey"
 
     def get_security_definition(self, auto_schema):

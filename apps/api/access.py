@@ -1,7 +1,7 @@
 """Who is looking at a page: the logged-in user's membership as the API's Actor.
 
 The pages use the same Actor, roles and project scoping as the REST API
-(apps.accounts.api.actor): a session user acts in one organization at a time, the one
+(apps.api.actor): a session user acts in one organization at a time, the one
 chosen with the switcher (kept in the session under the key the API reads too).
 """
 
@@ -11,10 +11,10 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
-from apps.accounts.api.actor import RANK, Role, actor_for_membership, membership_for
+from apps.api.actor import RANK, Role, actor_for_membership, membership_for
 from apps.accounts.models import Membership
 
-SESSION_KEY = "organization_id"  # also read by apps.accounts.api.permissions
+SESSION_KEY = "organization_id"  # also read by apps.api.permissions
 
 __all__ = ["Role", "RANK", "member_view", "require_role", "current_membership", "memberships_of"]
 
