@@ -44,6 +44,10 @@ MONITOR_COLUMNS = [("ID", lambda r: r["id"]), ("NAME", lambda r: r.get("name")),
 PING_COLUMNS = [("ID", lambda r: r["id"]), ("KIND", lambda r: r.get("kind")),
                 ("EXIT CODE", lambda r: r.get("exit_code")), ("MS", lambda r: r.get("duration_ms")),
                 ("AT", lambda r: r.get("created_at"))]
+VERSION_COLUMNS = [("VERSION", lambda r: r["number"]), ("CREATED", lambda r: r.get("created_at")),
+                   ("SOURCE", lambda r: r.get("source")), ("BY", lambda r: (r.get("author") or {}).get("name")),
+                   ("ROLLBACK OF", lambda r: r.get("rollback_of")),
+                   ("CHANGED", lambda r: ", ".join(r.get("changes") or {}) or None)]
 RUN_COLUMNS = [("AT (UTC)", lambda r: r["at"]), ("LOCAL", lambda r: r["local"])]
 
 
@@ -358,6 +362,56 @@ def jobs_delete(client, job_id, force, yes):
     click.echo(f"Deleted job {job_id}")
 
 
+class GroupWithDefault(click.Group):
+    """A group whose first argument, when it names none of its commands, goes to the
+    ``default`` one: `jobs versions JOB` lists, `jobs versions show JOB N` shows."""
+
+    def __init__(self, *args, default, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.default = default
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [self.default, *args]
+        return super().parse_args(ctx, args)
+
+
+@jobs.group("versions", cls=GroupWithDefault, default="list")
+def jobs_versions():
+    """A job's versions: `jobs versions JOB` lists them, `jobs versions show JOB N` shows one."""
+
+
+@jobs_versions.command("list")
+@click.argument("job_id")
+@list_options(0)
+@output_option
+@with_client
+def jobs_versions_list(client, job_id, limit, page_size, output):
+    """List a job's versions, newest first, with who made each and the fields it changed."""
+    found = client.list_job_versions(job_id, limit=limit or None, page_size=page_size)
+    emit_list(list(found), output, VERSION_COLUMNS)
+
+
+@jobs_versions.command("show")
+@click.argument("job_id")
+@click.argument("number", type=click.IntRange(min=1))
+@output_option
+@with_client
+def jobs_versions_show(client, job_id, number, output):
+    """Show one version: its changes and the job's definition then (secrets masked)."""
+    emit_one(client.get_job_version(job_id, number), output)
+
+
+@jobs.command("rollback")
+@click.argument("job_id")
+@click.argument("number", type=click.IntRange(min=1))
+@output_option
+@with_client
+def jobs_rollback(client, job_id, number, output):
+    """Make version NUMBER's definition the job's again (a new version; prints it)."""
+    emit_one(client.rollback_job(job_id, number), output)
+
+
 @jobs.group("import")
 def jobs_import():
     """Create jobs from another format."""
@@ -424,18 +478,23 @@ def execution_filters(command):
 
 @executions.command("list")
 @execution_filters
-@api_value_option("--status", "Only runs in this status", "queued, running, succeeded, failed, timed_out, skipped, dead")
+@api_value_option("--status", "Only runs in this status",
+                  "queued, running, succeeded, failed, timed_out, skipped, cancelled, dead")
 @api_value_option("--trigger", "Only runs started this way", "schedule, manual, retry, replay, dependency")
+@click.option("--search", help="Words of the error or the response body, e.g. '\"read timed out\"' "
+                               "(docs/search.md).")
+@click.option("--status-code", metavar="CODE", help="The response's HTTP status: 503, or a class: 5xx.")
 @click.option("--since", help="Scheduled at or after this instant (ISO 8601).")
 @click.option("--until", help="Scheduled at or before this instant (ISO 8601).")
 @list_options(50)
 @output_option
 @with_client
-def executions_list(client, job, project, status, trigger, since, until, limit, page_size, output):
+def executions_list(client, job, project, status, trigger, search, status_code, since, until, limit, page_size,
+                    output):
     """List runs, newest first."""
     found = client.list_executions(limit=limit or None, page_size=page_size, job=job, project=project,
-                                   status=status, trigger=trigger, scheduled_for_after=since,
-                                   scheduled_for_before=until)
+                                   status=status, trigger=trigger, q=search, status_code=status_code,
+                                   scheduled_for_after=since, scheduled_for_before=until)
     emit_list(list(found), output, EXECUTION_COLUMNS)
 
 
@@ -446,6 +505,17 @@ def executions_list(client, job, project, status, trigger, since, until, limit, 
 def executions_show(client, execution_id, output):
     """Show one run with its attempts."""
     emit_one(client.get_execution(execution_id), output)
+
+
+@executions.command("cancel")
+@click.argument("execution_id")
+@output_option
+@with_client
+def executions_cancel(client, execution_id, output):
+    """Cancel a queued or running run: a queued one never starts, a running one's request is
+    closed; it is not retried. Cancelling a cancelled run prints it again; a finished one is
+    refused (execution_finished, exit 1)."""
+    emit_one(client.cancel_execution(execution_id), output)
 
 
 @executions.command("tail")

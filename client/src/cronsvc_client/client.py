@@ -9,7 +9,7 @@ import requests
 from . import __version__
 from .config import resolve
 from .errors import NetworkError, error_from_response
-from .models import CrontabImport, Execution, Job, Monitor, NextRuns, Ping, Project
+from .models import CrontabImport, Execution, Job, JobVersion, Monitor, NextRuns, Ping, Project
 
 MAX_PAGE_SIZE = 200  # the API's cap on ?page_size=
 
@@ -125,6 +125,19 @@ class Client:
         return NextRuns.from_api(self.request("GET", f"jobs/{job_id}/next-runs/",
                                               params={"count": count, "after": after}))
 
+    def list_job_versions(self, job_id, *, limit=None, page_size=None):
+        """The job's versions, newest first."""
+        return self._list(JobVersion, f"jobs/{job_id}/versions/", limit=limit, page_size=page_size)
+
+    def get_job_version(self, job_id, number):
+        """One version, with its ``snapshot`` (the job's definition then, secrets masked)."""
+        return JobVersion.from_api(self.request("GET", f"jobs/{job_id}/versions/{int(number)}/"))
+
+    def rollback_job(self, job_id, number):
+        """Make version ``number``'s definition the job's again: the new version (or the
+        current one when the job already has that definition)."""
+        return JobVersion.from_api(self.request("POST", f"jobs/{job_id}/versions/{int(number)}/rollback/"))
+
     def import_crontab(self, crontab, *, project=None, dry_run=True):
         body = {"crontab": crontab, "dry_run": dry_run}
         if project:
@@ -135,12 +148,18 @@ class Client:
 
     def list_executions(self, *, limit=None, page_size=None, **filters):
         """Newest first. Filters: job, project, status, trigger, scheduled_for_after,
-        scheduled_for_before (ISO 8601)."""
+        scheduled_for_before (ISO 8601), q (words of the error or the response body, see
+        docs/search.md), status_code (503 or a class: 5xx)."""
         return self._list(Execution, "executions/", filters, limit=limit, page_size=page_size)
 
     def get_execution(self, execution_id):
         """One execution with its attempts."""
         return Execution.from_api(self.request("GET", f"executions/{execution_id}/"))
+
+    def cancel_execution(self, execution_id):
+        """Cancel a queued or running run; a cancelled one is returned as it is. ApiError
+        ``execution_finished`` (409) for a run that already finished otherwise."""
+        return Execution.from_api(self.request("POST", f"executions/{execution_id}/cancel/"))
 
     def follow_executions(self, *, job=None, project=None, backlog=10, interval=2.0,
                           lookback=timedelta(minutes=10), sleep=time.sleep):

@@ -79,6 +79,7 @@ class Execution(Model):
     trigger: str = ""
     status: str = ""
     skip_reason: str | None = None
+    job_version: int | None = None
     attempt: int = 0
     replay_of: str | None = None
     created_at: datetime | None = None
@@ -90,6 +91,8 @@ class Execution(Model):
     workflow_run_id: str | None = None
     upstream_executions: list = field(default_factory=list)
     attempts: list | None = None  # only on `get_execution` (the detail view)
+    cancelled_at: datetime | None = None
+    cancelled_by: dict | None = None  # {"kind": "user"|"api_key"|"operator"|"system", "id", "name"}
     raw: dict = field(default_factory=dict, repr=False)
 
     # Every other status is final (succeeded, failed, cancelled, ...; and any the server adds).
@@ -98,6 +101,21 @@ class Execution(Model):
     @property
     def finished(self):
         return self.status not in self.UNFINISHED_STATUSES
+
+
+@dataclass
+class JobVersion(Model):
+    """One version of a job's definition (``snapshot`` only from ``get_job_version`` and
+    ``rollback_job``)."""
+
+    number: int
+    created_at: datetime | None = None
+    source: str = ""  # api, page, admin, import, rollback, ...
+    author: dict | None = None  # {"kind", "id", "name"}; None when not known
+    rollback_of: int | None = None
+    changes: dict = field(default_factory=dict)  # {field: {"from", "to"}}; empty for version 1
+    snapshot: dict | None = None
+    raw: dict = field(default_factory=dict, repr=False)
 
 
 @dataclass
