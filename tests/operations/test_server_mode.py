@@ -1,7 +1,7 @@
 """Server mode exactly as a self-hoster runs it: a fresh clone, a new virtualenv with the base
-requirements only, the README's deploy steps as written (the env file edited, the Procfile's
-release step, the operator created at the prompt, then every other Procfile process under
-honcho), then every page of the site loaded as a customer and as an operator: none may
+requirements only, the deploy steps of docs/deploy.md as written (the env file edited, the
+Procfile's release step, the operator created at the prompt, then every other Procfile process
+under honcho), then every page of the site loaded as a customer and as an operator: none may
 answer 5xx, and a job fires through the real scheduler and workers."""
 
 import json
@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from tests.support.crawl import Browser
-from tests.support.deploy import ROOT, fresh_checkout, readme_deploy_steps, trigger_and_wait
+from tests.support.deploy import ROOT, deploy_steps, fresh_checkout, trigger_and_wait
 from tests.support.processes import free_port, wait_for
 from tests.support.terminal import Terminal, clean_environment
 
@@ -22,10 +22,10 @@ pytestmark = pytest.mark.slow
 OPERATOR_EMAIL = "operator@example.com"
 
 
-def test_readme_deploy_steps_on_a_fresh_clone_serve_every_page(tmp_path, fresh_database, target):
+def test_the_deploy_steps_on_a_fresh_clone_serve_every_page(tmp_path, fresh_database, target):
     clone = fresh_checkout(tmp_path / "cronsvc")
     script = tmp_path / "deploy-steps.sh"
-    script.write_text(readme_deploy_steps())
+    script.write_text(deploy_steps())
     port, password = free_port(), secrets.token_urlsafe(18)
     base = f"http://127.0.0.1:{port}"
     edits = {**fresh_database, "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",

@@ -1,5 +1,5 @@
 """Deploying cronsvc the way a self-hoster does: a fresh checkout of this repository and the
-README's deploy steps, run as they are written."""
+deploy steps of docs/deploy.md, run as they are written."""
 
 import re
 import shutil
@@ -29,11 +29,12 @@ def fresh_checkout(dest):
     return Path(dest)
 
 
-def readme_deploy_steps(readme=ROOT / "README.md"):
-    """The shell lines between the README's deploy markers, exactly as a reader copies them."""
-    found = BLOCK.search(Path(readme).read_text())
+def deploy_steps(page=ROOT / "docs" / "deploy.md"):
+    """The shell lines between docs/deploy.md's deploy markers (the README links there),
+    exactly as a reader copies them."""
+    found = BLOCK.search(Path(page).read_text())
     if not found:
-        raise AssertionError("README.md has no <!-- deploy:begin --> ```sh ... ``` <!-- deploy:end --> block")
+        raise AssertionError(f"{page} has no <!-- deploy:begin --> ```sh ... ``` <!-- deploy:end --> block")
     return found.group(1)
 
 
