@@ -4,11 +4,12 @@ from django.contrib.admin.helpers import ActionForm
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from apps.billing.models import Plan
-
 from . import services
 from .models import (ApiKey, AuditEvent, EncryptedTOTPDevice, ErasedOrganization, Membership, Organization,
                      OrganizationSSO, SSOIdentity, User)
+
+# billing.Plan through the organization's string foreign key: accounts imports no higher app.
+Plan = Organization._meta.get_field("plan").related_model
 
 
 @admin.register(User)

@@ -4,6 +4,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import rows
+from .hooks import run_plan_change
 from .models import AuditEvent
 
 
@@ -45,12 +46,10 @@ def change_plan(organization, plan, *, actor_user=None, now=None):
     """Move the organization to ``plan``: jobs the plan does not allow are paused (never
     deleted) and its waiting runs move to the plan's queue. Returns billing's PlanChange
     (``paused``: the jobs paused, with the limits each breaks)."""
-    from apps.billing.plan_change import apply_plan  # billing reads jobs; accounts does not
-
     previous = organization.plan.code
     organization.plan = plan
     organization.save(update_fields=["plan"])
-    change = apply_plan(organization, plan, now=now)
+    change = run_plan_change(organization, plan, now=now)
     record_audit(organization, "organization.change_plan", target=organization, actor_user=actor_user,
                  data={"from": previous, "to": plan.code,
                        "paused_jobs": [str(job.pk) for job, _ in change.paused],

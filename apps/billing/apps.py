@@ -13,3 +13,10 @@ class BillingConfig(AppConfig):
         from .metering import meter_outcomes
 
         on_outcomes(meter_outcomes)
+
+        # A plan changed through accounts (admin, services) re-applies the plan's limits.
+        from apps.accounts.hooks import on_plan_change
+
+        from .plan_change import apply_plan
+
+        on_plan_change(apply_plan)

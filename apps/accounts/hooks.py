@@ -1,0 +1,26 @@
+"""What a higher app does when accounts changes an organization's plan.
+
+An organization's plan is billing's ``Plan`` (a string foreign key): accounts records the
+change and its audit event, billing brings the organization's jobs and waiting runs in line
+with the new plan (it reads jobs; accounts does not). Billing registers that from its
+``AppConfig.ready()`` with ``on_plan_change``, so accounts imports no higher app
+(docs/architecture.md, "Layers").
+"""
+
+from __future__ import annotations
+
+_plan_change = []
+
+
+def on_plan_change(hook):
+    """Register ``hook(organization, plan, *, now)``, called inside ``change_plan``'s
+    transaction after the new plan is saved; it returns what the change did (billing's
+    PlanChange). One hook: registering another replaces it. Usable as a decorator."""
+    _plan_change[:] = [hook]
+    return hook
+
+
+def run_plan_change(organization, plan, *, now=None):
+    if not _plan_change:
+        raise RuntimeError("No plan-change hook registered: apps.billing must be installed")
+    return _plan_change[0](organization, plan, now=now)
