@@ -30,6 +30,7 @@ def _settle():
     from django.conf import settings
     from django.urls import get_resolver
 
+    from apps.monitors import usage
     from apps.observability.metrics import process_exited
     from config.staticfiles import warn_if_uncollected
 
@@ -41,6 +42,7 @@ def _settle():
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     # A web process that stops drops its live gauges from the multiprocess /metrics.
     atexit.register(process_exited)
+    atexit.register(usage.flush)  # the pings this process counted and has not stored yet
 
 
 _settle()

@@ -23,6 +23,19 @@ def _plain_static_storage(request):
     }
 
 
+@pytest.fixture(autouse=True)
+def _fresh_ping_caches(request):
+    """A test's pings start with no Target cached and no usage pending from an earlier test
+    (apps.monitors.targets and apps.monitors.usage live as long as the process)."""
+    if not request.config.pluginmanager.has_plugin("django"):
+        return
+    from apps.monitors import usage
+    from apps.monitors.targets import targets
+
+    targets.clear()
+    usage.forget()
+
+
 def ensure_seeded_plans():
     """Transactional tests flush the tables after each test, seeded plans included:
     seed them again the way the data migration does."""

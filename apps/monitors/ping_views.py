@@ -2,9 +2,14 @@
 
 GET, POST and HEAD; no session, CSRF, authentication or template: the unguessable id is
 the only credential, and the answer is ``OK`` (or an error in the API's JSON envelope).
+
+``answer`` is the whole behaviour, free of Django's request and response objects: the
+Django view below serves it through the URLconf (the test client, any WSGI server), and
+apps.monitors.fastlane serves it straight from the WSGI environ in the web process.
 """
 
 import json
+from dataclasses import dataclass, field
 
 from django.http import HttpResponse
 from django.utils import timezone
@@ -15,23 +20,24 @@ from apps.web import ratelimit
 from . import pings
 from .models import BODY_LIMIT
 
+#: the URL of a ping; config.urls and the fast lane both match it
+PING_PATH = r"ping/(?P<ping_id>[A-Za-z0-9_-]{1,64})(?:/(?P<action>start|fail|[0-9]{1,3}))?/?"
 MAX_RID = 64
 ALLOWED = ("GET", "POST", "HEAD")
+OK = b"OK"
 
 
-def _response(body, status=200, content_type="text/plain", **headers):
-    # Content-Length set here: the ping URLs skip CommonMiddleware (apps.monitors.fastlane),
-    # and a keep-alive client would otherwise get a chunked answer.
-    response = HttpResponse(body, status=status, content_type=content_type)
-    response["Content-Length"] = str(len(response.content))
-    for name, value in headers.items():
-        response[name] = value
-    return response
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes = OK
+    content_type: str = "text/plain"
+    headers: dict = field(default_factory=dict)
 
 
 def _error(status, code, message, **headers):
-    body = json.dumps({"error": {"code": code, "message": message, "fields": {}}})
-    return _response(body, status, "application/json", **headers)
+    body = json.dumps({"error": {"code": code, "message": message, "fields": {}}}).encode()
+    return Answer(status, body, "application/json", headers)
 
 
 def _kind(action):
@@ -46,42 +52,53 @@ def _kind(action):
     return ("success" if code == 0 else "fail"), code
 
 
-@csrf_exempt
-def ping(request, ping_id, action=None):
-    if request.method not in ALLOWED:
+def answer(*, method, ping_id, action, rid, read_body, remote_addr, user_agent):
+    """Record the ping and say what to answer. ``read_body(limit)`` reads the request body
+    (called for POST only)."""
+    if method not in ALLOWED:
         return _error(405, "method_not_allowed", "Ping with GET, POST or HEAD.", Allow=", ".join(ALLOWED))
     kind = _kind(action)
     if kind is None:
         return _error(404, "not_found", "Exit codes go from 0 to 255.")
-    rid = request.GET.get("rid", "")
     if len(rid) > MAX_RID:
         return _error(400, "invalid_rid", f"rid: at most {MAX_RID} characters (a UUID fits).")
     now = timezone.now()
-    target = pings.find(ping_id, now)
+    target = pings.target_of(ping_id)
     if target is None:
         return _error(404, "not_found", "No monitor has this ping URL.")
-    refused = _refused(target)
-    if refused is not None:
-        return refused
-    body = pings.decode_body(request.read(BODY_LIMIT)) if request.method == "POST" else ""
-    ping_input = pings.PingInput(kind=kind[0], exit_code=kind[1], rid=rid, method=request.method,
-                                 remote_addr=request.META.get("REMOTE_ADDR", ""),
-                                 user_agent=request.META.get("HTTP_USER_AGENT", ""), body=body)
-    if pings.record(target, ping_input, now) is None:
-        return _error(404, "not_found", "No monitor has this ping URL.")
-    return _response("OK")
-
-
-def _refused(target):
-    if target.suspended:
-        return _error(403, "organization_suspended", "This organization is suspended; pings are not recorded.")
-    if target.month_pings >= target.per_month:
-        return _error(429, "ping_quota_exceeded",
-                      f"The plan allows {target.per_month} pings a month; upgrade the plan for more.")
     hits = ratelimit.hit("monitor-pings", target.organization_id, window=60)
-    if hits > target.per_minute:
-        _, retry = ratelimit.count("monitor-pings", target.organization_id, window=60)
-        return _error(429, "ping_rate_limited",
-                      f"The plan allows {target.per_minute} pings a minute; slow down or upgrade the plan.",
-                      **{"Retry-After": str(retry)})
-    return None
+    body = pings.decode_body(read_body(BODY_LIMIT)) if method == "POST" else ""
+    ping_input = pings.PingInput(kind=kind[0], exit_code=kind[1], rid=rid, method=method,
+                                 remote_addr=remote_addr, user_agent=user_agent, body=body)
+    outcome = pings.record(target, ping_input, now, minute_hits=hits)
+    if outcome is None:
+        return _error(404, "not_found", "No monitor has this ping URL.")
+    if isinstance(outcome, pings.Refusal):
+        return _refusal(outcome, target)
+    return Answer(200)
+
+
+def _refusal(refusal, target):
+    if refusal.code == "organization_suspended":
+        return _error(403, refusal.code, "This organization is suspended; pings are not recorded.")
+    if refusal.code == "ping_quota_exceeded":
+        return _error(429, refusal.code,
+                      f"The plan allows {refusal.per_month} pings a month; upgrade the plan for more.")
+    _, retry = ratelimit.count("monitor-pings", target.organization_id, window=60)
+    return _error(429, refusal.code,
+                  f"The plan allows {refusal.per_minute} pings a minute; slow down or upgrade the plan.",
+                  **{"Retry-After": str(retry)})
+
+
+@csrf_exempt
+def ping(request, ping_id, action=None):
+    result = answer(method=request.method, ping_id=ping_id, action=action, rid=request.GET.get("rid", ""),
+                    read_body=request.read, remote_addr=request.META.get("REMOTE_ADDR", ""),
+                    user_agent=request.META.get("HTTP_USER_AGENT", ""))
+    response = HttpResponse(result.body, status=result.status, content_type=result.content_type)
+    # Content-Length set here: the ping URLs skip CommonMiddleware (apps.monitors.fastlane),
+    # and a keep-alive client would otherwise get a chunked answer.
+    response["Content-Length"] = str(len(result.body))
+    for name, value in result.headers.items():
+        response[name] = value
+    return response

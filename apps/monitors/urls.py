@@ -3,10 +3,9 @@
 from django.urls import re_path
 
 from .badge_views import monitor_badge
-from .ping_views import ping
+from .ping_views import PING_PATH, ping
 
 urlpatterns = [
-    re_path(r"^ping/(?P<ping_id>[A-Za-z0-9_-]{1,64})(?:/(?P<action>start|fail|[0-9]{1,3}))?/?$", ping,
-            name="monitor-ping"),
+    re_path(f"^{PING_PATH}$", ping, name="monitor-ping"),
     re_path(r"^badge/monitor/(?P<token>[A-Za-z0-9_-]{1,64})\.svg$", monitor_badge, name="monitor-badge"),
 ]

@@ -10,7 +10,7 @@ from . import metrics
 
 REQUEST_ID_HEADER = "X-Request-Id"
 # A caller's id is kept only if it is short and plain (it ends up in logs and headers).
-_SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # Any other method is one label value, so made-up methods cannot grow the label set.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -21,7 +21,7 @@ class RequestIdMiddleware:
 
     def __call__(self, request):
         incoming = request.META.get("HTTP_X_REQUEST_ID", "")
-        request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
+        request_id = incoming if SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
         request.request_id = request_id
         tokens = structlog.contextvars.bind_contextvars(request_id=request_id)
         try:

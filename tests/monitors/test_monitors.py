@@ -1,12 +1,14 @@
 """Heartbeat monitors on PostgreSQL: pings in every form, the state machine with exact
 datetimes (apps.monitors.clock), notifications once per change, plan limits, API tenancy."""
 
+import json
 from datetime import timedelta
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
-from apps.monitors import clock, pings
+from apps.monitors import clock, pings, usage
 from apps.monitors.models import BODY_LIMIT, Monitor, Ping
 from apps.monitors.services import create_monitor
 from apps.notifications.models import Channel, Notification
@@ -112,7 +114,22 @@ def test_pings_are_metered_and_limited(monitor, tenant):
     assert Client().get(f"/ping/{monitor.ping_id}").status_code == 200
     response = Client().get(f"/ping/{monitor.ping_id}")
     assert response.status_code == 429 and response.json()["error"]["code"] == "ping_quota_exceeded"
+    assert not UsageMonth.objects.filter(organization=tenant.organization).exists()  # counted in the process
+    assert usage.flush() == 2
     assert UsageMonth.objects.get(organization=tenant.organization).pings == 2
+    assert Client().get(f"/ping/{monitor.ping_id}").json()["error"]["code"] == "ping_quota_exceeded"  # stored
+
+
+def test_a_cached_target_with_an_old_schedule_is_read_again(monitor):
+    assert Client().get(f"/ping/{monitor.ping_id}").status_code == 200  # the process caches its Target
+    Monitor.objects.filter(pk=monitor.pk).update(interval_seconds=60, grace_seconds=30)
+    before = timezone.now()
+    assert Client().get(f"/ping/{monitor.ping_id}").status_code == 200
+    monitor.refresh_from_db()
+    assert before + timedelta(seconds=60) <= monitor.next_expected_at <= timezone.now() + timedelta(seconds=60)
+    assert monitor.deadline_at == monitor.next_expected_at + timedelta(seconds=30)
+    Monitor.objects.filter(pk=monitor.pk).delete()
+    assert Client().get(f"/ping/{monitor.ping_id}").status_code == 404
 
 
 def test_max_monitors_answers_402(api, tenant):
@@ -167,6 +184,7 @@ def test_steady_pings_count_in_usage(monitor, tenant):
 
     for minute in range(3):
         ping_at(monitor, "success", utc(2026, 12, 3, 10, minute))
+    usage.flush()
     assert UsageMonth.objects.get(organization=tenant.organization).pings == 3
     assert Monitor.objects.get(pk=monitor.pk).last_ping_at == utc(2026, 12, 3, 10, 2)
 
@@ -209,23 +227,42 @@ def test_fast_lane_serves_pings_without_the_pages_middleware(monitor, keep_test_
         start_response("204 No Content", [])
         return [b""]
 
-    def call(path):
-        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": "", "SERVER_NAME": "testserver",
-                   "SERVER_PORT": "80", "HTTP_HOST": "testserver", "wsgi.input": io.BytesIO(b""),
-                   "wsgi.url_scheme": "http", "wsgi.errors": io.StringIO(), "REMOTE_ADDR": "127.0.0.1"}
+    lane = PingFastLane(other)
+
+    def call(path, method="GET", query="", body=b"", **extra):
+        environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "SERVER_NAME": "testserver",
+                   "SERVER_PORT": "80", "HTTP_HOST": "testserver", "wsgi.input": io.BytesIO(body),
+                   "CONTENT_LENGTH": str(len(body)), "wsgi.url_scheme": "http", "wsgi.errors": io.StringIO(),
+                   "REMOTE_ADDR": "127.0.0.1", "HTTP_USER_AGENT": "backup.sh", **extra}
         answer = {}
-        body = PingFastLane(other)(environ, lambda status, headers: answer.update(status=status, headers=headers))
-        content = b"".join(body)
-        getattr(body, "close", lambda: None)()
+        content = b"".join(lane(environ, lambda status, headers: answer.update(status=status, headers=headers)))
         return answer["status"], dict(answer["headers"]), content
 
-    status, headers, content = call(f"/ping/{monitor.ping_id}")
+    status, headers, content = call(f"/ping/{monitor.ping_id}", HTTP_X_REQUEST_ID="job-42")
     assert (status, content) == ("200 OK", b"OK")
-    assert headers["Content-Length"] == "2" and "X-Request-Id" in headers
+    assert headers["Content-Length"] == "2" and headers["X-Request-Id"] == "job-42"
+    assert headers["X-Content-Type-Options"] == "nosniff" and headers["Referrer-Policy"] == "same-origin"
     assert "Content-Security-Policy" not in headers and "Vary" not in headers  # no CSP, no session
-    assert Ping.objects.filter(monitor=monitor).count() == 1
-    assert call("/ping/unknown")[0].startswith("404")
+    assert call(f"/ping/{monitor.ping_id}/start", query="rid=r1")[0] == "200 OK"
+    assert call(f"/ping/{monitor.ping_id}/3", method="POST", query="rid=r1", body=b"disk full")[0] == "200 OK"
+    status, headers, content = call(f"/ping/{monitor.ping_id}", method="HEAD")
+    assert (status, content, headers["Content-Length"]) == ("200 OK", b"", "2")
+    end = Ping.objects.filter(monitor=monitor).order_by("-id").values("kind", "exit_code", "rid", "body",
+                                                                      "user_agent", "duration_ms")[1]
+    assert end | {"duration_ms": end["duration_ms"] is not None} == {
+        "kind": "fail", "exit_code": 3, "rid": "r1", "body": "disk full", "user_agent": "backup.sh",
+        "duration_ms": True}
+    assert Ping.objects.filter(monitor=monitor).count() == 4
+    status, headers, content = call("/ping/unknown")
+    assert status.startswith("404") and headers["Content-Type"] == "application/json"
+    assert json.loads(content)["error"]["code"] == "not_found"
+    status, _, content = call(f"/ping/{monitor.ping_id}", method="PUT")
+    assert status.startswith("405") and json.loads(content)["error"]["code"] == "method_not_allowed"
+    # over the request limits: Django's ping handler answers, with the site's error
+    status, _, content = call(f"/ping/{monitor.ping_id}", method="POST", CONTENT_LENGTH=str(10**9))
+    assert status.startswith("413") and b"at most" in content
     assert call("/healthz")[0] == "204 No Content"
+    assert Ping.objects.filter(monitor=monitor).count() == 4
 
 
 def test_pings_past_the_plan_retention_are_purged(make_tenant):

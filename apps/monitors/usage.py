@@ -1,0 +1,83 @@
+"""Pings counted in the month's usage (UsageMonth.pings), added up in the process first.
+
+Every ping of an organization would otherwise update its one UsageMonth row, so at a few
+hundred pings a second the pings would wait for each other's row lock. Each web process
+counts its pings here and adds them to the database in one statement about once a second
+(USAGE_FLUSH_SECONDS), from the request that finds the counts due, and when the process
+exits. The monthly ping quota adds this process's pending count to the stored one.
+
+A process killed without exiting (SIGKILL, a crash) loses at most its last second of counts:
+usage is then under-counted, never over-counted; the pings themselves are stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.accounts.models import Organization
+from apps.billing.models import UsageMonth
+
+USAGE_FLUSH_SECONDS = 1.0
+U = UsageMonth._meta.db_table
+UPSERT_SQL = f"""
+INSERT INTO {U} AS u (organization_id, month, runs, pings, quota, updated_at)
+SELECT c.organization_id, c.month, 0, c.pings, c.quota, %s
+FROM unnest(%s::uuid[], %s::date[], %s::bigint[], %s::bigint[]) AS c(organization_id, month, pings, quota)
+JOIN {Organization._meta.db_table} o ON o.id = c.organization_id  -- an organization deleted meanwhile: dropped
+ON CONFLICT (organization_id, month) DO UPDATE SET pings = u.pings + EXCLUDED.pings, updated_at = EXCLUDED.updated_at
+"""
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_pending = Counter()  # (organization id, month) -> pings not yet stored
+_quotas = {}  # organization id -> the plan's monthly runs quota (a new row's ``quota``)
+_flushed_at = time.monotonic()
+
+
+def count(organization_id, month, *, quota):
+    """Count one ping; stores the counts when they are due."""
+    global _flushed_at
+    with _lock:
+        _pending[organization_id, month] += 1
+        _quotas[organization_id] = quota
+        due = time.monotonic() - _flushed_at >= USAGE_FLUSH_SECONDS
+        if due:
+            _flushed_at = time.monotonic()
+    if due and not connection.in_atomic_block:
+        flush()
+
+
+def pending(organization_id, month):
+    return _pending.get((organization_id, month), 0)
+
+
+def flush():
+    """Store every pending count in one statement; on failure they stay pending."""
+    with _lock:
+        counts, quotas = dict(_pending), dict(_quotas)
+        _pending.clear()
+    if not counts:
+        return 0
+    keys = list(counts)
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(UPSERT_SQL, [timezone.now(), [org for org, _ in keys], [month for _, month in keys],
+                                        [counts[key] for key in keys], [quotas.get(org, 0) for org, _ in keys]])
+    except Exception:
+        with _lock:
+            _pending.update(counts)
+        log.exception("ping usage not stored; kept for the next try")
+        return 0
+    return sum(counts.values())
+
+
+def forget():
+    """Drop the pending counts (a test starting afresh)."""
+    with _lock:
+        _pending.clear()
