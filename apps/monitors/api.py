@@ -3,7 +3,8 @@
 import django_filters
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
-from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import filters, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -50,7 +51,9 @@ class MonitorFilter(django_filters.FilterSet):
                         description="Pause: never late or down while paused; the next ping resumes it."),
     resume=extend_schema(request=EmptySerializer, responses=MonitorSerializer,
                          description="Resume: back to `new`, waiting for its next ping."),
-    pings=extend_schema(responses=PingSerializer(many=True), description="The monitor's pings, newest first."),
+    pings=extend_schema(responses=PingSerializer(many=True), description="The monitor's pings, newest first.",
+                        # the action's queryset is pings (integer ids); the path's id is the monitor's
+                        parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH)]),
     badge=extend_schema(request=None, responses={200: MonitorBadgeSerializer, 201: MonitorBadgeSerializer},
                         description="POST creates the monitor's public status badge (201) or returns it (200)."),
 )

@@ -44,3 +44,14 @@ def test_schema_lists_every_endpoint_with_errors_and_auth(db):
 
 def test_docs_page(db):
     assert APIClient().get("/api/docs/").status_code == 200
+
+
+def test_path_ids_are_typed_as_the_resources_keys(db):
+    # A custom action's queryset may be another model's (a monitor's pings): the path's id
+    # is still the monitor's UUID, and clients generated from the schema must send one.
+    schema = yaml.safe_load(APIClient().get("/api/v1/schema/").content)
+    ids = {(path, parameter["schema"].get("format", parameter["schema"]["type"]))
+           for path, operations in schema["paths"].items() if path.startswith("/api/v1/monitors/{id}/")
+           for operation in operations.values() if isinstance(operation, dict)
+           for parameter in operation.get("parameters", []) if parameter["in"] == "path"}
+    assert {kind for _, kind in ids} == {"uuid"}, sorted(ids)
