@@ -9,7 +9,7 @@ class AccountsConfig(AppConfig):
     def ready(self):
         from django.db.backends.signals import connection_created
 
-        from .pgtypes import use_native_timestamptz_loader
+        from apps.sql.pgtypes import use_native_timestamptz_loader
 
         connection_created.connect(use_native_timestamptz_loader, dispatch_uid="native_timestamptz_loader")
         self._invalidate_key_cache()

@@ -3,7 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
-from . import rows
+from apps.sql import rows
 from .hooks import run_plan_change
 from .models import AuditEvent
 

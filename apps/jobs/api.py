@@ -15,7 +15,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ErrorDetail, NotFound, ValidationError
 from rest_framework.response import Response
 
-from apps.accounts import rows
+from apps.sql import rows
 from apps.api import idempotency
 from apps.api.actor import Role
 from apps.api.base import ApiViewMixin

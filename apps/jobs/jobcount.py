@@ -14,7 +14,7 @@ migration of the jobs table would lose them silently. Whenever one is missing, i
 
 from django.db import connections, transaction
 
-from apps.accounts import rows
+from apps.sql import rows
 
 from .models import Job, OrganizationJobCount
 

@@ -1,4 +1,4 @@
-"""config/postgresql: the per-request health check of a reused connection asks the socket,
+"""apps/sql/backend: the per-request health check of a reused connection asks the socket,
 not the server (no SELECT 1), and still finds a connection the server has closed."""
 
 import time
@@ -7,7 +7,7 @@ import psycopg
 import pytest
 from django.db import connections
 
-from config.postgresql.base import DatabaseWrapper
+from apps.sql.backend.base import DatabaseWrapper
 from tests.support.processes import test_database_url as database_url
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""apps.accounts.pgtypes: timestamptz read by psycopg's own loader gives exactly what
+"""apps.sql.pgtypes: timestamptz read by psycopg's own loader gives exactly what
 Django's loader gives (aware, datetime.timezone.utc), at every edge."""
 
 from datetime import timezone as dt_timezone
@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.db.backends.postgresql.psycopg_any import register_tzloader
 
-from apps.accounts.pgtypes import UtcTimestamptzLoader
+from apps.sql.pgtypes import UtcTimestamptzLoader
 
 pytestmark = pytest.mark.django_db
 

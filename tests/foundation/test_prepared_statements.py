@@ -1,11 +1,11 @@
-"""config/postgresql: the hot paths' hand-written statements (apps.accounts.rows) are
+"""apps/sql/backend: the hot paths' hand-written statements (apps.sql.rows) are
 prepared once per connection; Django's own queries (the ORM's, plain cursors) are not, and the setting turns it off."""
 
 import pytest
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounts import rows
+from apps.sql import rows
 from apps.jobs.models import Job
 
 pytestmark = pytest.mark.django_db

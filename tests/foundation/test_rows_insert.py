@@ -1,10 +1,10 @@
-"""apps.accounts.rows.insert writes the row Model.save() would (hot-path creates use it)."""
+"""apps.sql.rows.insert writes the row Model.save() would (hot-path creates use it)."""
 
 from datetime import datetime, timezone
 
 import pytest
 
-from apps.accounts import rows
+from apps.sql import rows
 from apps.accounts.models import AuditEvent
 from apps.jobs.models import Job
 

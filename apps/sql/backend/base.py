@@ -13,7 +13,7 @@ cut) fails the request's first query, and Django then closes the connection at t
 that request, as it does with SELECT 1 (which would hang there instead).
 
 ``prepared_cursor()`` is for the hand-written statements of the API's hot paths
-(``apps.accounts.rows``): each is prepared on the connection the first time it runs there,
+(``apps.sql.rows``): each is prepared on the connection the first time it runs there,
 so PostgreSQL parses and plans it once per connection instead of on every request (planning
 the job read took 0.5 ms, twice its execution). Django's own cursors bind on the client and
 prepare nothing, as Django chooses by default. DATABASE_PREPARED_STATEMENTS=false turns

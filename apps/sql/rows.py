@@ -5,7 +5,7 @@ compiling the ORM query than PostgreSQL spends running it. Everything else uses 
 The instances are ordinary ones (``Model.from_db``): values pass through the same
 converters the ORM applies (JSON, encrypted fields), and related objects fetched by the same
 join are cached on them as ``select_related`` would. On PostgreSQL each statement is
-prepared once per connection (``config.postgresql``), so it is not planned again on every
+prepared once per connection (``apps.sql.backend``), so it is not planned again on every
 request.
 """
 
@@ -44,7 +44,7 @@ def fetch_one(sql, params, *models, using="default"):
 
 
 def prepared_cursor(using="default"):
-    """A cursor whose statements are prepared where the backend can (config.postgresql)."""
+    """A cursor whose statements are prepared where the backend can (apps.sql.backend)."""
     connection = connections[using]
     return getattr(connection, "prepared_cursor", connection.cursor)()
 

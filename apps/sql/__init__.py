@@ -1,0 +1,13 @@
+"""The boundary of cronsvc's hand-written SQL: everything that talks to the database below
+the ORM lives here, and the statements themselves in each app's ``queries`` module.
+
+- ``rows``: model instances from hand-written SELECTs and one-statement INSERTs (the API's
+  hot paths), through prepared statements where the backend has them.
+- ``bulk``: set-based statements over binary arrays (``unnest``), built from one column
+  list, and the binding cursor they run on.
+- ``pgtypes``: how PostgreSQL values are read where Django's default costs more.
+- ``backend``: Django's PostgreSQL backend with a socket health check and prepared cursors
+  (``DATABASES["default"]["ENGINE"]``).
+
+The lowest app layer: it imports Django and psycopg, never another app (.importlinter).
+"""

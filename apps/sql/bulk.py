@@ -1,0 +1,59 @@
+"""Set-based statements over arrays: one array per column, unpacked by PostgreSQL's
+``unnest`` into rows, so a group of any size is one statement and nothing is quoted into
+the SQL text.
+
+A statement names its columns once, with their PostgreSQL types, as an ``Unnest``; the
+placeholders, the row alias's column list and the arrays of the parameters all come from
+that one list, so a column added or moved cannot leave them out of step.
+"""
+
+from contextlib import contextmanager
+
+from django.db import connection
+
+
+class Unnest:
+    """``unnest(%b::uuid[], %b::text[], ...) AS v(id, status, ...)`` from ``columns``, a
+    sequence of (name, PostgreSQL type) pairs in the order the rows give their values.
+
+    ``placeholder`` is ``%b`` for binary parameters (``binding_cursor``) or ``%s`` for a
+    Django cursor."""
+
+    def __init__(self, columns, *, alias="v", placeholder="%b"):
+        self.columns = tuple(columns)
+        self.names = tuple(name for name, _ in self.columns)
+        self.alias = alias
+        self.arrays = ", ".join(f"{placeholder}::{kind}[]" for _, kind in self.columns)
+
+    @property
+    def source(self):
+        """``unnest(...) AS <alias>(<names>)``, for a FROM clause."""
+        return f"unnest({self.arrays}) AS {self.alias}({', '.join(self.names)})"
+
+    @property
+    def select(self):
+        """``SELECT <names> FROM unnest(...) AS <alias>(<names>)``, for an INSERT ... SELECT."""
+        return f"SELECT {', '.join(self.names)} FROM {self.source}"
+
+    def params(self, rows):
+        """One list per column from ``rows`` (each a sequence of values in column order)."""
+        width = len(self.columns)
+        arrays = [[] for _ in range(width)]
+        for row in rows:
+            if len(row) != width:
+                raise ValueError(f"a row of {len(row)} values for the {width} columns {self.names}")
+            for array, value in zip(arrays, row):
+                array.append(value)
+        return arrays
+
+
+@contextmanager
+def binding_cursor():
+    """A server-side-binding psycopg cursor on Django's connection (same transaction), its
+    errors wrapped as Django's: the arrays go out in binary (``%b``) instead of being quoted
+    into the SQL text."""
+    import psycopg
+
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
