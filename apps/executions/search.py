@@ -91,6 +91,10 @@ def substrings(executions, alternatives):
 # windows (a rare word's are cheap each).
 FIRST_WINDOW = timedelta(hours=1)
 GROWTH = 4
+# A time range of at most this many runs is searched in one query: sorting its matches costs
+# less than the windows' counts, each of which reads the word's index entry again. (Counting
+# them is cheap for a range: a few ms; an open-ended history is not counted.)
+SMALL_RANGE = 50_000
 
 
 def newest_window(found, history, *, cursor, needed, time_range=None):
@@ -104,7 +108,8 @@ def newest_window(found, history, *, cursor, needed, time_range=None):
     cursor's position, newest first, widening, each counting at most what is still needed
     in its own slice (a bounded scan: exec_search ANDed with exec_search_time) until the
     page is full or the oldest run (or ``time_range``'s start) is passed; then the page's
-    query reads only that window. ``cursor`` is the pagination's (offset, reverse,
+    query reads only that window. A time range of at most SMALL_RANGE runs is read whole
+    (``found`` as it is). ``cursor`` is the pagination's (offset, reverse,
     position): forward, the page holds rows before its position (older); reversed (a
     "previous" link), rows after it, and the windows widen forward in time instead."""
     position = parse_datetime(cursor.position) if cursor and cursor.position else None
@@ -116,6 +121,8 @@ def newest_window(found, history, *, cursor, needed, time_range=None):
     if position is not None:
         bound = {"scheduled_for__lt" if older else "scheduled_for__gt": position}
         found, history = found.filter(**bound), history.filter(**bound)
+    if start is not None and stop is not None and _at_most(_within(history, start, stop), SMALL_RANGE):
+        return found
     near_end, far_end = (stop, start) if older else (start, stop)
     anchor = _edge(history, newest=older, within=(near_end, far_end))  # the first run the page can read
     last = _edge(history, newest=not older, within=(far_end, near_end))  # the last one
@@ -146,6 +153,18 @@ def _next_width(width, counted, needed):
     if not counted:
         return width * GROWTH
     return width * min(64, max(2, 1.25 * needed / counted))
+
+
+def _within(history, start, stop):
+    if start is not None:
+        history = history.filter(scheduled_for__gte=start)
+    if stop is not None:
+        history = history.filter(scheduled_for__lte=stop)
+    return history
+
+
+def _at_most(rows, limit):
+    return rows.order_by()[:limit + 1].count() <= limit
 
 
 def _beyond(moment, older, *, include):
