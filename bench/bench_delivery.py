@@ -150,6 +150,30 @@ def bare_loop(url, threads, total):
                       "requests": total}), flush=True)
 
 
+def aiohttp_loop(url, inflight, total):
+    """``total`` GETs from ``inflight`` coroutines sharing one aiohttp ClientSession, on one
+    event loop (one core); prints JSON. The ceiling a Python asyncio client reaches."""
+    import asyncio
+
+    import aiohttp
+
+    async def main():
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            async def work(n):
+                for _ in range(n):
+                    async with session.get(url) as response:
+                        await response.read()  # the body, as a delivery reads it
+
+            await asyncio.gather(*(work(2) for _ in range(min(inflight, 100))))  # warm: connections open
+            share = [total // inflight + (1 if i < total % inflight else 0) for i in range(inflight)]
+            cpu, wall = time.process_time(), time.perf_counter()
+            await asyncio.gather(*(work(n) for n in share if n))
+            return {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "requests": total}
+
+    print(json.dumps(asyncio.run(main())), flush=True)
+
+
 # --- environment ---------------------------------------------------------------------------
 
 def sql(statement, params=None):
@@ -273,10 +297,12 @@ class WorkerConfig:
                 "--loglevel", "INFO", "--without-mingle", "--without-gossip"]
 
     def env(self):
-        return child_env(DELIVERY_MAX_INFLIGHT=self.inflight, CELERY_WORKER_PREFETCH_MULTIPLIER=self.prefetch)
+        return child_env(DELIVERY_MAX_INFLIGHT=self.inflight, CELERY_WORKER_PREFETCH_MULTIPLIER=self.prefetch,
+                         DELIVERY_HANDOFF_SECONDS=procfile_handoff())
 
     def label(self):
-        return f"{self.pool}, concurrency {self.concurrency}, in-flight {self.inflight}, prefetch {self.prefetch}"
+        return (f"{self.pool}, concurrency {self.concurrency}, in-flight {self.inflight}, prefetch {self.prefetch}, "
+                f"handoff {procfile_handoff()} s, engine {os.environ.get('DELIVERY_ENGINE', 'asyncio')}")
 
 
 def start_workers(config, count, workdir, tag):
@@ -490,9 +516,9 @@ def wait_for_quiet_machine(max_wait=None):
             waited = True
 
 
-def run_bare(url, threads, total):
+def run_bare(url, threads, total, kind="--bare"):
     wait_for_quiet_machine()
-    out = subprocess.run([sys.executable, __file__, "--bare", url, str(threads), str(total)],
+    out = subprocess.run([sys.executable, __file__, kind, url, str(threads), str(total)],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -521,7 +547,36 @@ def machine():
             f"Celery {celery.__version__}, requests {requests.__version__}, PostgreSQL {pg}")
 
 
-def render(meta, args, results, bare_seq, bare_threads, config_fast, config_slow):
+def goals(results, bare_aio, load_at_start):
+    """The issue-24 figures: fast and 1 s target rates against the goals, and the ratio to
+    the bare aiohttp loop measured in the same run, with the machine's load."""
+    found = dict(results)
+    lines = ["Against the goals (issue 24), this run:", ""]
+    aio = median([b["requests"] / b["seconds"] for b in bare_aio]) if bare_aio else float("nan")
+    aio_cpu = median([1000 * b["cpu"] / b["requests"] for b in bare_aio]) if bare_aio else float("nan")
+    fast = found.get("fast target, 1 worker process")
+    if fast:
+        rate = median([r.rate for r in fast])
+        cpu = median([r.cpu_ms("worker") for r in fast])
+        lines.append(f"- fast target, 1 worker process: **{rate:,.0f}/s** (goal 4,000/s), "
+                     f"{rate / aio:.2f}× the bare aiohttp loop ({aio:,.0f}/s on one core, {aio_cpu:.3f} ms CPU a "
+                     f"request); worker CPU {cpu:.2f} ms a delivery = {cpu / aio_cpu:.1f}× the bare loop's")
+    fast2 = found.get("fast target, 2 worker processes")
+    if fast2:
+        rate = median([r.rate for r in fast2])
+        lines.append(f"- fast target, 2 worker processes: **{rate:,.0f}/s**, {rate / aio:.2f}× the bare aiohttp loop")
+    slow = found.get("1 s target, 1 worker process")
+    if slow:
+        steady = median([r.steady_rate for r in slow])
+        lines.append(f"- 1 s target, 1 worker process: **{steady:,.0f}/s steady** (goal 2,000/s; "
+                     f"{median([r.rate for r in slow]):,.0f}/s publish → last recorded), so about "
+                     f"{steady:,.0f} requests in flight (rate × 1 s)")
+    lines.append(f"- load average at the start {load_at_start[0]:.2f}, at the end {os.getloadavg()[0]:.2f} "
+                 f"(1 min; a shared machine: other processes' share is in the table's last column)")
+    return "\n".join(lines) + "\n"
+
+
+def render(meta, args, results, bare_seq, bare_threads, config_fast, config_slow, bare_aio=()):
     out = [f"Machine: {meta}.", ""]
     out.append(f"Worker pool: `{config_fast.label()}` (slow target: `{config_slow.label()}`). "
                f"{args.chunk} ids per message (`PUBLISH_CHUNK`). "
@@ -541,7 +596,8 @@ def render(meta, args, results, bare_seq, bare_threads, config_fast, config_slow
             f"{median([r.cpu_ms('redis') for r in runs]):.2f} | {median([r.cpu_ms('target') for r in runs]):.2f} | "
             f"{100 * median([r.cpu['machine_busy_share'] for r in runs]):.0f} % | "
             f"{median([r.cpu['other'] for r in runs]):.2f} |")
-    for name, bare in (("bare `requests.Session` loop, 1 thread", bare_seq),
+    for name, bare in (("bare aiohttp loop, 256 in flight, one event loop", bare_aio),
+                       ("bare `requests.Session` loop, 1 thread", bare_seq),
                        (f"bare `requests.Session` loop, {args.bare_threads} threads", bare_threads)):
         rates = [b["requests"] / b["seconds"] for b in bare]
         cpu = median([1000 * b["cpu"] / b["requests"] for b in bare])
@@ -681,12 +737,16 @@ def main():
         return serve_target()
     if len(sys.argv) > 1 and sys.argv[1] == "--bare":
         return bare_loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) > 1 and sys.argv[1] == "--bare-aiohttp":
+        return aiohttp_loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer deliveries, one run per configuration")
     parser.add_argument("--repeat", type=int, default=5, help="runs per configuration (median)")
-    parser.add_argument("--deliveries", type=int, default=20000, help="deliveries per fast-target run")
-    parser.add_argument("--slow-deliveries", type=int, default=4000, help="deliveries per 1 s-target run")
+    parser.add_argument("--deliveries", type=int, default=None,
+                        help="deliveries per fast-target run (default 30,000; --quick 10,000)")
+    parser.add_argument("--slow-deliveries", type=int, default=None,
+                        help="deliveries per 1 s-target run (default 20,000; --quick 8,000)")
     parser.add_argument("--pool", default=None, choices=("threads", "prefork", "solo"),
                         help="worker --pool (default: the Procfile's)")
     parser.add_argument("--concurrency", type=int, default=None, help="worker --concurrency (default: the Procfile's)")
@@ -703,7 +763,9 @@ def main():
                         help="write the figures into bench/README.md (default: yes unless --quick)")
     args = parser.parse_args()
     if args.quick:
-        args.repeat, args.deliveries, args.slow_deliveries = 1, 4000, 1000
+        args.repeat = 1
+    args.deliveries = args.deliveries or (10000 if args.quick else 30000)
+    args.slow_deliveries = args.slow_deliveries or (8000 if args.quick else 20000)
     only = set(args.only.split(","))
     QUIET["max_wait"] = args.quiet_wait
 
@@ -731,6 +793,7 @@ def main():
     log(f"worker: {config.label()}; {args.chunk} ids per message")
     target, target_url = start_target(workdir)
     started = time.monotonic()
+    load_at_start = os.getloadavg()
     try:
         jobs = load_jobs()
         meter_groups = {"postgres": postgres_pids, "redis": lambda: [redis_pid()], "target": lambda: [target.pid],
@@ -751,9 +814,13 @@ def main():
                 log(f"{name}: {worker_config.label()}")
                 results.append((name, run_config(key, worker_config, processes, jobs, target_url, path, n,
                                                  args.repeat, workdir, meter_groups)))
-        bare_seq, bare_threads = [], []
+        bare_seq, bare_threads, bare_aio = [], [], []
         if "bare" in only:
             for rep in range(args.repeat):
+                bare_aio.append(run_bare(target_url + "/hook", 256, args.deliveries, "--bare-aiohttp"))
+                log(f"  bare aiohttp run {rep + 1}: 256 in flight, "
+                    f"{bare_aio[-1]['requests'] / bare_aio[-1]['seconds']:,.0f}/s, "
+                    f"{1000 * bare_aio[-1]['cpu'] / bare_aio[-1]['requests']:.3f} ms CPU/request")
                 bare_seq.append(run_bare(target_url + "/hook", 1, min(args.deliveries, 10000)))
                 bare_threads.append(run_bare(target_url + "/hook", config.inflight, args.deliveries))
                 log(f"  bare run {rep + 1}: 1 thread {bare_seq[-1]['requests'] / bare_seq[-1]['seconds']:,.0f}/s, "
@@ -761,11 +828,13 @@ def main():
     finally:
         target.send_signal(signal.SIGTERM)
         target.wait(10)
+    summary = goals(results, bare_aio, load_at_start)
     if not (results and bare_threads and "fast target, 1 worker process" in dict(results)):
         for name, runs in results:
-            print(name, [f"{r.rate:,.0f}/s" for r in runs])
+            print(name, [f"{r.rate:,.0f}/s (steady {r.steady_rate:,.0f}/s)" for r in runs])
+        print(summary)
         return
-    text = render(meta, args, results, bare_seq, bare_threads, config, config)
+    text = render(meta, args, results, bare_seq, bare_threads, config, config, bare_aio) + "\n" + summary
     text += f"\n\nTotal benchmark time: {(time.monotonic() - started) / 60:.1f} min.\n"
     print()
     print(text)
@@ -782,6 +851,14 @@ def procfile_pool():
     words = next(line for line in (ROOT / "Procfile").read_text().splitlines()
                  if line.startswith("worker_pro:")).split()
     return words[words.index("--pool") + 1] if "--pool" in words else "prefork"
+
+
+def procfile_handoff():
+    """DELIVERY_HANDOFF_SECONDS as the Procfile's worker lines set it (the environment's first)."""
+    import re
+
+    match = re.search(r"worker_pro:.*DELIVERY_HANDOFF_SECONDS:-([0-9.]+)", (ROOT / "Procfile").read_text())
+    return os.environ.get("DELIVERY_HANDOFF_SECONDS") or (match.group(1) if match else "5.0")
 
 
 def procfile_concurrency():

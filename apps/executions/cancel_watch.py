@@ -2,9 +2,11 @@
 
 Each run's request carries a ``Cancellation`` (cronsvc.delivery.deadline). While the
 process has runs in flight, one thread asks every DELIVERY_CANCEL_CHECK_SECONDS which of
-them were cancelled (apps.executions.cancelling.raised: one Redis MGET for all of them)
-and cancels those requests, which shuts their connections down at once. With nothing in
-flight the thread sleeps and asks nothing.
+them were cancelled (apps.executions.cancelling.raised: one Redis MGET) and cancels those
+requests, which shuts their connections down at once. While no flag was raised since its
+last look (a counter beside the flags), it asks only about the runs started since then,
+not again about every run still in flight. With nothing in flight the thread sleeps and
+asks nothing.
 """
 
 import logging
@@ -15,7 +17,7 @@ from django.conf import settings
 
 from cronsvc.delivery.deadline import Cancellation
 
-from .cancelling import raised
+from .cancelling import generation, raised
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,7 @@ class CancelWatch:
         self._watched = {}
         self._cond = threading.Condition()
         self._thread = None
+        self._generation, self._asked = None, set()
 
     def watch(self, execution_id):
         """A Cancellation for this run's request, watched until ``forget``."""
@@ -45,7 +48,14 @@ class CancelWatch:
     def check_once(self):
         with self._cond:
             watched = dict(self._watched)
-        for execution_id in raised(watched):
+        # Read first: a flag raised before the count went up is then seen by the MGET below.
+        count = generation()
+        if count is None or count != self._generation:
+            asked = watched
+        else:  # no flag raised since the last look: only the runs started since then
+            asked = {execution_id: c for execution_id, c in watched.items() if execution_id not in self._asked}
+        self._generation, self._asked = count, set(watched)
+        for execution_id in raised(asked):
             log.info("execution %s: cancelled while in flight; closing its request", execution_id)
             watched[execution_id].cancel()
 

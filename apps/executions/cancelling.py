@@ -79,6 +79,9 @@ def _locked_status(execution):
     return Execution.objects.select_for_update().filter(pk=execution.pk).values_list("status", flat=True).first()
 
 
+GENERATION_KEY = "cronsvc:cancel:generation"
+
+
 def flag_key(execution_id):
     return f"cronsvc:cancel:{execution_id}"
 
@@ -94,7 +97,19 @@ def raise_flags(execution_ids):
     pipe = client.pipeline(transaction=False)
     for execution_id in execution_ids:
         pipe.set(flag_key(execution_id), "1", ex=FLAG_TTL_SECONDS)
+    pipe.incr(GENERATION_KEY)  # after the flags: a watcher that sees the new count sees them
     pipe.execute()
+
+
+def generation():
+    """How many times flags were raised so far (None without Redis): a watcher that saw
+    this count already need not read again the flags of the runs it read then."""
+    from .outbound import redis_client
+
+    client = redis_client()
+    if client is None:
+        return None
+    return int(client.get(GENERATION_KEY) or 0)
 
 
 def raised(execution_ids):

@@ -38,6 +38,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 import cronsvc
+from cronsvc.delivery.aio import AsyncSession, deliver_async, loop_thread
 from cronsvc.delivery.breaker import COUNTED_FAILURES, host_key
 from cronsvc.delivery.client import CANCELLED, deliver
 from cronsvc.delivery.errors import InvalidRequest
@@ -119,9 +120,7 @@ def _run_some(ids, now, capacity, slots):
     if not admitted:
         return 0
     mailbox = _Mailbox()
-    executor = _executor()
-    for run in admitted:
-        executor.submit(_send_into, mailbox, run)
+    _start_sends(admitted, mailbox)
     pending, error = len(admitted), None
     handoff_at = time.monotonic() + settings.DELIVERY_HANDOFF_SECONDS
     try:
@@ -180,6 +179,55 @@ class _Mailbox:
                     target.put(self.queue.get_nowait())
                 except queue.Empty:
                     return
+
+
+def _start_sends(runs, mailbox):
+    """Send ``runs``, each result into ``mailbox``: on the process's event loop (one
+    call hands it the whole batch), or one thread per request (DELIVERY_ENGINE)."""
+    if settings.DELIVERY_ENGINE == "threads":
+        executor = _executor()
+        for run in runs:
+            executor.submit(_send_into, mailbox, run)
+        return
+    engine = loop_thread()
+    engine.loop.call_soon_threadsafe(_create_send_tasks, engine, runs, mailbox)
+
+
+_in_flight_tasks = set()  # the loop keeps only weak references to its tasks
+
+
+def _create_send_tasks(engine, runs, mailbox):
+    session, policy = _async_session(engine), outbound_policy()
+    for run in runs:
+        task = engine.loop.create_task(_send_async(mailbox, run, session, policy))
+        _in_flight_tasks.add(task)
+        task.add_done_callback(_in_flight_tasks.discard)
+
+
+def _async_session(engine):
+    """The loop's pooled aiohttp session (made on the loop's thread, on first use)."""
+    policy = outbound_policy()
+    sessions = engine.__dict__.setdefault("sessions", {})
+    if policy not in sessions:
+        sessions[policy] = AsyncSession(policy, limit=0)
+    return sessions[policy]
+
+
+async def _send_async(mailbox, run, session, policy):
+    EXECUTION_ID.set(run.execution.id)  # this task's log lines name the run it sends
+    watch = cancel_watch()
+    try:
+        run.cancellation = watch.watch(run.execution.id)
+        result = await deliver_async(run.prepared, session=session, policy=policy,
+                                     max_body_bytes=settings.RESPONSE_BODY_MAX_BYTES, cancellation=run.cancellation)
+    except BaseException as exc:  # noqa: BLE001 - handed to the recording thread, which logs it
+        mailbox.put((run, None, exc, None))
+        if not isinstance(exc, Exception):
+            raise
+    else:
+        mailbox.put((run, result, None, timezone.now()))
+    finally:
+        watch.forget(run.execution.id)
 
 
 def _send_into(mailbox, run):
@@ -632,18 +680,18 @@ class _LateRecorder:
             return self._cond.wait_for(lambda: self._pending == 0, timeout)
 
     def _loop(self):
-        from django.db import close_old_connections, connection
+        from django.db import close_old_connections
 
         while True:
             group = _next_group(self.results, self._pending)
             try:
+                # Its connection is kept (a short DELIVERY_HANDOFF_SECONDS makes most runs
+                # late ones): only a broken or an old one is closed, as for a task.
                 close_old_connections()
                 record_finished(group, _capacity())
             except Exception:  # noqa: BLE001 - the runs' leases end and the sweeper retries them
                 log.exception("recording %d late runs failed", len(group))
             finally:
-                if len(group) >= self._pending:
-                    connection.close()  # late runs are the exception: no connection kept for them
                 with self._cond:
                     self._pending -= len(group)
                     self._cond.notify_all()

@@ -1,0 +1,294 @@
+"""The asyncio side of delivery: ``deliver_async`` sends one prepared delivery on an
+event loop with aiohttp, with the same guarantees and the same ``DeliveryResult`` as the
+blocking ``client.deliver``.
+
+A worker process runs thousands of these at once on one loop (one thread), where the
+blocking client needs a thread per request in flight; a request then costs the worker about
+half the CPU (bench/bench_delivery.py). What stays the same as the blocking client:
+
+- The address guard binds at connect time: ``GuardedConnector`` filters the addresses the
+  connector resolved (or the IP literal it was given) through the policy, and aiohttp
+  connects only to those, so the address connected to is the address checked (no DNS
+  rebinding). Every hop's URL also passes ``check_url``; redirects are followed here, by
+  hand, with the blocking client's rules (``client._redirected``).
+- A total deadline per delivery (``asyncio.timeout``), a connect timeout, a capped body.
+- ``Cancellation.cancel()`` from another thread ends the delivery at once: the task is
+  cancelled on its loop and its connection closed.
+- No environment proxies, no cookie jar, no ~/.netrc (aiohttp's ``trust_env=False``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import ssl
+import threading
+import time
+from typing import Any, Callable
+from urllib.parse import urljoin
+
+import aiohttp
+import certifi
+
+from .client import (CANCELLED, DEFAULT_MAX_BODY_BYTES, REDIRECT_STATUSES, DeliveryResult, _decode, _redirected,
+                     _with_defaults)
+from .deadline import Cancellation
+from .guard import AddressPolicy, ForbiddenTarget, _parse_ip, _refuse_address, check_url, is_forbidden_address
+
+_READ_CHUNK = 65536
+# The hop being sent, so the connector can note what it connected to.
+_hop: contextvars.ContextVar[_AsyncScope | None] = contextvars.ContextVar("cronsvc_async_hop", default=None)
+
+
+class GuardedConnector(aiohttp.TCPConnector):
+    """A TCPConnector that connects only to addresses ``policy`` allows: the resolved
+    addresses (or the URL's IP literal) are filtered before aiohttp connects to them."""
+
+    def __init__(self, policy: AddressPolicy, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.policy = policy
+
+    async def _resolve_host(self, host: str, port: int, traces=None):  # noqa: ANN001 - aiohttp's signature
+        if not self.policy.port_allowed(port):
+            raise ForbiddenTarget(f"port {port} is not allowed")
+        candidates = await super()._resolve_host(host, port, traces=traces)
+        allowed = [c for c in candidates if not is_forbidden_address(c["host"], self.policy)]
+        if not allowed:
+            _refuse_address(host, _parse_ip(candidates[0]["host"]), self.policy)
+        return allowed
+
+    async def connect(self, req, traces, timeout):  # noqa: ANN001 - aiohttp's signature
+        connection = await super().connect(req, traces, timeout)
+        scope = _hop.get()
+        if scope is not None:  # a new or a pooled connection: the request is sent from here on
+            scope.request_started = True
+            transport = connection.transport
+            peer = transport.get_extra_info("peername") if transport is not None else None
+            scope.remote_addr = peer[0] if peer else scope.remote_addr
+        return connection
+
+
+class AsyncSession:
+    """One per event loop: pooled keep-alive connections through a ``GuardedConnector``."""
+
+    def __init__(self, policy: AddressPolicy, *, limit: int = 0, ca_bundle: str | None = None) -> None:
+        self.policy = policy
+        context = ssl.create_default_context(cafile=ca_bundle or certifi.where())
+        self.connector = GuardedConnector(policy, limit=limit, limit_per_host=0, ssl=context,
+                                          ttl_dns_cache=10, enable_cleanup_closed=True)
+        self.client = aiohttp.ClientSession(
+            connector=self.connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=True, skip_auto_headers=("User-Agent",),
+            timeout=aiohttp.ClientTimeout(total=None),
+        )
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+class _AsyncScope:
+    """What ``Cancellation.bind`` needs (``cancel()`` from any thread), for a task."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task) -> None:
+        self.loop, self.task = loop, task
+        self.cancelled = False
+        self.remote_addr: str | None = None
+        self.request_started = False
+        self.response: Any = None  # once the current hop's headers are in
+        self.url: str | None = None
+        self.chunks: list[bytes] = []
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.loop.call_soon_threadsafe(self.task.cancel)
+
+
+async def deliver_async(
+    prepared,
+    *,
+    session: AsyncSession,
+    policy: AddressPolicy,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    now_fn: Callable[[], float] = time.monotonic,
+    cancellation: Cancellation | None = None,
+) -> DeliveryResult:
+    """Send ``prepared`` within its total timeout; map every failure to an error kind (as
+    ``client.deliver``). Run it as a task of the loop ``session`` belongs to."""
+    started = now_fn()
+    scope = _AsyncScope(asyncio.get_running_loop(), asyncio.current_task())
+    if cancellation is not None:
+        cancellation.bind(scope)
+        if cancellation.cancelled:
+            return _failed(CANCELLED, "cancelled while in flight; the connection was closed", scope, started, now_fn)
+    token = _hop.set(scope)
+    timed_out = False
+    try:
+        async with asyncio.timeout(prepared.timeout):
+            return await _send(prepared, session, policy, scope, started, now_fn, max_body_bytes)
+    except asyncio.CancelledError:
+        if not scope.cancelled:
+            raise  # the loop is stopping, not a customer's cancel
+        asyncio.current_task().uncancel()
+        return _failed(CANCELLED, "cancelled while in flight; the connection was closed", scope, started, now_fn)
+    except TimeoutError:
+        timed_out = True
+    except Exception as exc:
+        return _failed(*_error_kind(exc, scope), scope, started, now_fn)
+    finally:
+        _hop.reset(token)
+    assert timed_out
+    if scope.response is not None:  # the headers came, the body did not in time
+        return _result_of(scope.response, scope.url, scope, started, now_fn, b"".join(scope.chunks),
+                          ("timeout", "no complete response within the timeout"), max_body_bytes)
+    if not scope.request_started:
+        return _failed("connect_error", "timed out while connecting", scope, started, now_fn)
+    return _failed("timeout", "no complete response within the timeout", scope, started, now_fn)
+
+
+async def _send(prepared, session, policy, scope, started, now_fn, max_body_bytes) -> DeliveryResult:
+    method, url, body = prepared.method, prepared.url, prepared.body
+    headers = _with_defaults(prepared.headers)
+    hops_left = prepared.max_redirects if prepared.follow_redirects else 0
+    while True:
+        check_url(url, policy)
+        scope.request_started = False
+        async with session.client.request(
+            method, url, headers=headers, data=body or None, allow_redirects=False,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=prepared.connect_timeout),
+        ) as response:
+            location = response.headers.get("location")
+            if hops_left == 0 or response.status not in REDIRECT_STATUSES or not location:
+                return await _result(response, url, scope, started, now_fn, max_body_bytes)
+        hops_left -= 1
+        next_url = urljoin(url, location)
+        method, body, headers = _redirected(response.status, method, body, headers, url, next_url)
+        url = next_url
+
+
+async def _result(response, url, scope, started, now_fn, limit) -> DeliveryResult:
+    scope.response, scope.url = response, url
+    chunks = scope.chunks
+    wanted, error = limit + 1, None
+    try:
+        while wanted > 0:
+            chunk = await response.content.read(min(wanted, _READ_CHUNK))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            wanted -= len(chunk)
+    except (aiohttp.ClientError, OSError) as exc:
+        error = exc
+    failure = _error_kind(error, scope) if error is not None else (None, None)
+    return _result_of(response, url, scope, started, now_fn, b"".join(chunks), failure, limit)
+
+
+def _result_of(response, url, scope, started, now_fn, data, failure, limit) -> DeliveryResult:
+    kind, message = failure
+    truncated = kind is None and len(data) > limit
+    return DeliveryResult(
+        status_code=response.status,
+        headers=_merged(response.headers),
+        body_excerpt=_decode(data[:limit], response.headers.get("content-type", "")),
+        body_truncated=truncated,
+        duration_ms=(now_fn() - started) * 1000.0,
+        remote_addr=scope.remote_addr or _peer(response),
+        error_kind=kind,
+        error_message=message,
+        final_url=url,
+    )
+
+
+def _merged(headers) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for name, value in headers.items():
+        key = name.lower()
+        merged[key] = f"{merged[key]}, {value}" if key in merged else value
+    return merged
+
+
+def _peer(response) -> str | None:
+    connection = response.connection
+    transport = connection.transport if connection is not None else None
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    return peer[0] if peer else None
+
+
+def _failed(kind: str, message: str, scope: _AsyncScope, started: float, now_fn) -> DeliveryResult:
+    return DeliveryResult(None, {}, "", False, (now_fn() - started) * 1000.0, scope.remote_addr, kind, message, None)
+
+
+def _error_kind(exc: BaseException, scope: _AsyncScope) -> tuple[str, str]:
+    if isinstance(exc, ForbiddenTarget):
+        return "forbidden_target", exc.reason
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return "dns_error", "the host name does not resolve"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError) or isinstance(exc, aiohttp.ClientSSLError):
+        return "tls_error", _message(exc)
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return "connect_error", "timed out while connecting"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        errno = getattr(exc.os_error, "errno", None)
+        reason = os.strerror(errno) if errno else _message(exc)
+        return "connect_error", f"Failed to establish a new connection: {reason} ({exc.host}:{exc.port})"
+    if isinstance(exc, (aiohttp.ServerTimeoutError, TimeoutError)):
+        return "timeout", "no complete response within the timeout"
+    if isinstance(exc, aiohttp.InvalidURL):
+        return "forbidden_target", f"the URL cannot be used: {_message(exc)}"
+    if isinstance(exc, (aiohttp.ClientError, OSError)):
+        return "connect_error", _message(exc)
+    raise exc  # a bug, not a delivery failure: let it surface
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc)
+    return text[:500] or type(exc).__name__
+
+
+class LoopThread:
+    """An event loop in a daemon thread of its own, for a blocking caller to hand
+    coroutines to (``submit``); one per process (``loop_thread``)."""
+
+    def __init__(self, name: str = "delivery-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+        self._ready.wait()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._ready.set)
+        self.loop.run_forever()
+
+    def submit(self, coroutine) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the loop's thread and return its result (to build loop-bound objects)."""
+        async def run():
+            return fn()
+        return self.submit(run()).result()
+
+
+_loop_threads: dict[int, LoopThread] = {}
+_loop_lock = threading.Lock()
+
+
+def loop_thread() -> LoopThread:
+    """This process's delivery loop (a forked child starts its own: threads do not survive a fork)."""
+    pid = os.getpid()
+    with _loop_lock:
+        if pid not in _loop_threads:
+            _loop_threads.clear()
+            _loop_threads[pid] = LoopThread()
+        return _loop_threads[pid]
+
+
+def _forget_after_fork() -> None:
+    global _loop_lock
+    _loop_threads.clear()
+    _loop_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
