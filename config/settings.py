@@ -416,6 +416,12 @@ if DELIVERY_ENGINE not in ("asyncio", "threads"):
 # Deliveries one worker pool process (a prefork child) keeps in flight (requests on its
 # loop, or its HTTP threads); a task waits for free slots before it claims its runs.
 DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 1000 if DELIVERY_ENGINE == "asyncio" else 256)
+# Script jobs (apps/executions/scripts.py): sandboxed runs one worker pool process keeps
+# going at once, on threads of their own (each blocks up to the plan's script wall time).
+SCRIPT_WORKERS = env_int("SCRIPT_WORKERS", 2)
+# The Redis key through which workers that can sandbox say so (with a TTL); the web refuses
+# script jobs with sandbox_unavailable while it is absent.
+SANDBOX_REPORT_KEY = env_str("SANDBOX_REPORT_KEY", "cronsvc:sandbox:available")
 # How long a task waits for its slowest runs before the process's late recorder takes
 # them over and the task moves on (a hanging endpoint must not hold a worker thread). A
 # prefork child runs one task at a time, so this also sets how soon it takes its next

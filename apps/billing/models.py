@@ -25,6 +25,13 @@ class Plan(models.Model):
     max_monitors = models.PositiveIntegerField(default=5, db_default=5)
     monitor_pings_per_minute = models.PositiveIntegerField(default=60, db_default=60)
     monitor_pings_per_month = models.PositiveBigIntegerField(default=50_000, db_default=50_000)
+    # Script jobs (cronsvc.sandbox.Limits, docs/script-jobs.md): per run of one script.
+    script_wall_seconds = models.PositiveIntegerField(default=30, db_default=30)
+    script_cpu_seconds = models.PositiveIntegerField(default=10, db_default=10)
+    script_memory_mb = models.PositiveIntegerField(default=256, db_default=256)
+    script_max_processes = models.PositiveIntegerField(default=32, db_default=32)
+    script_output_kib = models.PositiveIntegerField(default=64, db_default=64, help_text="Each of stdout and stderr.")
+    script_tmp_mb = models.PositiveIntegerField(default=16, db_default=16)
     queue = models.CharField(max_length=60, help_text="Celery queue for this plan's runs.")
     monthly_price_cents = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

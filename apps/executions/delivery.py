@@ -44,14 +44,14 @@ from cronsvc.delivery.client import CANCELLED, deliver
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.masking import masked
 from cronsvc.delivery.outcome import SuccessCriteria, circuit_open, classify, parse_status_codes
-from cronsvc.delivery.request import RequestSpec, prepare, standard_variables
+from cronsvc.delivery.request import PreparedDelivery, RequestSpec, prepare, standard_variables
 from cronsvc.delivery.retry import RetryPolicy, next_delay, parse_retry_after, should_retry
 from cronsvc.delivery.template import UpstreamResult, WorkflowVariables, upstream_key
 
 from apps.billing import quota
 from apps.observability.logconfig import EXECUTION_ID
 
-from . import events, recording
+from . import events, recording, scripts
 from .cancel_watch import cancel_watch
 from .models import Execution
 from .outbound import guards, http_session, outbound_policy, wall_clock
@@ -183,7 +183,11 @@ class _Mailbox:
 
 def _start_sends(runs, mailbox):
     """Send ``runs``, each result into ``mailbox``: on the process's event loop (one
-    call hands it the whole batch), or one thread per request (DELIVERY_ENGINE)."""
+    call hands it the whole batch), or one thread per request (DELIVERY_ENGINE). Script
+    jobs run on the process's script threads instead (scripts.py)."""
+    for run in [run for run in runs if scripts.is_script(run.job)]:
+        scripts.pool().submit(_run_script_into, mailbox, run)
+    runs = [run for run in runs if not scripts.is_script(run.job)]
     if settings.DELIVERY_ENGINE == "threads":
         executor = _executor()
         for run in runs:
@@ -228,6 +232,16 @@ async def _send_async(mailbox, run, session, policy):
         mailbox.put((run, result, None, timezone.now()))
     finally:
         watch.forget(run.execution.id)
+
+
+def _run_script_into(mailbox, run):
+    EXECUTION_ID.set(run.execution.id)
+    try:
+        result = scripts.execute(run.job, run.plan)
+    except BaseException as exc:  # noqa: BLE001 - handed to the recording thread, which logs it
+        mailbox.put((run, None, exc, None))
+    else:
+        mailbox.put((run, result, None, timezone.now()))
 
 
 def _send_into(mailbox, run):
@@ -281,10 +295,13 @@ CLAIMED_FIELDS = (
     "job__max_attempts", "job__retry_initial_delay_seconds", "job__retry_max_delay_seconds",
     "job__retry_multiplier", "job__retry_on_timeout", "job__overlap_policy", "job__rate_limit_per_minute",
     "upstream_executions",
+    "job__kind", "job__script_language", "job__script_source", "job__script_env",
 )
 PROJECT_FIELDS = ("id", "organization", "signing_secrets")
 PLAN_FIELDS = ("plan", "plan__code", "plan__max_concurrency", "plan__max_attempts", "plan__auto_disable_after_failures",
-               "plan__over_quota", "plan__monthly_executions")
+               "plan__over_quota", "plan__monthly_executions",
+               "plan__script_wall_seconds", "plan__script_cpu_seconds", "plan__script_memory_mb",
+               "plan__script_max_processes", "plan__script_output_kib", "plan__script_tmp_mb")
 
 
 def claim(execution_ids, now):
@@ -369,9 +386,10 @@ def admit_all(runs, now):
     # 3. the host's circuit breaker
     if runs and shared.breaker is not None:
         clock = wall_clock()
-        hosts = [host_key(run.job.url) for run in runs]
+        sending = [run for run in runs if not scripts.is_script(run.job)]
+        hosts = [host_key(run.job.url) for run in sending]
         held = []
-        for run, host, decision in zip(runs, hosts, shared.circuit_many(hosts, clock)):
+        for run, host, decision in zip(sending, hosts, shared.circuit_many(hosts, clock)):
             if not decision.allowed:
                 held.append(run)
                 _defer_for_circuit(run, host, decision, now)
@@ -405,7 +423,7 @@ def _within_host_rate(runs, shared, now):
     """A customer cannot make us send more than their plan's rate to one host, however many
     jobs point at it: a token bucket per (organization, host), one round trip per batch.
     Runs over the rate wait their turn (the k-th held run of a host k tokens later)."""
-    limited = [(run, host_rate_per_minute(run.plan.code)) for run in runs]
+    limited = [(run, host_rate_per_minute(run.plan.code)) for run in runs if not scripts.is_script(run.job)]
     limited = [(run, rate) for run, rate in limited if rate]
     if not limited:
         return runs
@@ -449,6 +467,8 @@ def _prepare(run, now):
     execution, job = run.execution, run.job
     run.attempt_number = execution.attempt + 1
     run.started_at = now
+    if scripts.is_script(run.job):
+        return True
     try:
         run.prepared = prepare(
             request_spec(job),
@@ -509,8 +529,11 @@ def _record(sent, successes, failures):
     results = []
     for run, result, finished in sent:
         job, plan = run.job, run.plan
-        outcome = classify(result, success_criteria(job))
-        if outcome.error_kind in COUNTED_FAILURES:
+        script = scripts.is_script(job)
+        outcome = scripts.outcome(result) if script else classify(result, success_criteria(job))
+        if script:
+            pass  # no host behind it: no circuit breaker
+        elif outcome.error_kind in COUNTED_FAILURES:
             failures.append(host_key(job.url))
         elif result.status_code is not None:
             successes.append(host_key(job.url))
@@ -519,7 +542,7 @@ def _record(sent, successes, failures):
         cancelled = result.error_kind == CANCELLED  # the run is already cancelled: no retry, no verdict
         if cancelled:
             status, next_attempt_at = S.CANCELLED, None
-        prepared = run.prepared
+        prepared = run.prepared or _NO_REQUEST
         results.append(recording.Result(
             execution=run.execution, status=status, next_attempt_at=next_attempt_at,
             auto_disable_after=plan.auto_disable_after_failures,
@@ -535,6 +558,10 @@ def _record(sent, successes, failures):
             ),
         ))
     recording.record_attempts(results)
+
+
+_NO_REQUEST = PreparedDelivery(method="", url="", headers={}, body=b"", connect_timeout=0, timeout=0,
+                               follow_redirects=False, max_redirects=0)  # a script run sends none
 
 
 def decide(outcome, result, attempt, policy, now):

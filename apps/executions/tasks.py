@@ -10,6 +10,7 @@ from celery.signals import (task_postrun, task_prerun, worker_process_init, work
                             worker_shutdown)
 from django.db import close_old_connections
 
+from . import scripts
 from .delivery import run_batch, wait_for_late_runs
 from .publishing import RUN_TASK
 
@@ -56,6 +57,12 @@ def _freeze_startup_objects(**kwargs):
     walks them all again, which cost a busy worker ~10 % of its CPU (bench_delivery.py)."""
     gc.collect()
     gc.freeze()
+
+
+@worker_ready.connect
+def _report_sandbox(**kwargs):
+    """Whether this worker can run script jobs, kept fresh in Redis (scripts.py)."""
+    scripts.start_reporting()
 
 
 @worker_shutdown.connect

@@ -21,6 +21,14 @@ class Job(models.Model):
         # A job started only by its upstream jobs (workflows): it never has a next_run_at.
         NONE = "none", "Only when its upstream jobs trigger it"
 
+    class Kind(models.TextChoices):
+        HTTP = "http"
+        SCRIPT = "script"
+
+    class ScriptLanguage(models.TextChoices):
+        PYTHON = "python"
+        SHELL = "shell"
+
     class DependencyMode(models.TextChoices):
         ALL = "all", "When all upstream jobs reached their outcome"
         ANY = "any", "When any upstream job reached its outcome"
@@ -82,8 +90,17 @@ class Job(models.Model):
     # Workflows: how this job's upstream dependencies (JobDependency) combine.
     dependency_mode = models.CharField(max_length=3, choices=DependencyMode.choices, default=DependencyMode.ALL)
 
+    # What a run does: send the request below (http) or run script_source in the sandbox
+    # (script, cronsvc.sandbox; docs/script-jobs.md).
+    kind = models.CharField(max_length=6, choices=Kind.choices, default=Kind.HTTP, db_default=Kind.HTTP)
+    script_language = models.CharField(max_length=6, choices=ScriptLanguage.choices, blank=True, default="",
+                                       db_default="")
+    script_source = models.TextField(blank=True, default="", db_default="")
+    script_env = EncryptedJSONField(null=True, blank=True,
+                                    help_text="The script's environment variables (encrypted; values never shown back).")
+
     # Request
-    url = models.URLField(max_length=2048)
+    url = models.URLField(max_length=2048, blank=True)
     method = models.CharField(max_length=8, choices=Method.choices, default=Method.GET)
     headers = models.JSONField(default=dict, blank=True)
     body = models.TextField(blank=True)

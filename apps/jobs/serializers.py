@@ -29,6 +29,7 @@ from cronsvc.schedules.window_parse import blackouts_to_list, parse_blackouts, p
 from . import jobcount, validation, versions
 from .models import Job, JobDependency, JobVersion
 from .scheduling import job_schedule
+from .scripts import ScriptSpecSerializer, validate_kind
 from .services import pause_job, reschedule, resume_job
 
 SECRET_KEYS = {"basic": ("username", "password"), "bearer": ("token",)}
@@ -425,7 +426,9 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
         "`choices`. A replace (PUT) without it keeps the job's project."))
     tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=50, required=False)
     schedule = ScheduleField(source="*")
-    request = RequestSpecSerializer(source="*")
+    request = RequestSpecSerializer(source="*", required=False, help_text="What an http job sends (required for one).")
+    script = ScriptSpecSerializer(source="*", required=False, help_text=(
+        "What a script job runs in the sandbox (required for one; docs/script-jobs.md)."))
     retry = JobRetrySerializer(source="*", required=False)
     success = JobSuccessSerializer(source="*", required=False)
     region = serializers.CharField(max_length=40, allow_blank=True, required=False,
@@ -450,7 +453,7 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
             "overlap_policy", "region", "next_run_at", "last_run_at", "last_status", "consecutive_failures",
             "paused_reason", "disabled_reason", "expired_at", "description_human", "created_at", "updated_at",
             "dependencies", "dependency_mode", "dependents",
-            "windows", "blackouts", "outside_window", "priority",
+            "windows", "blackouts", "outside_window", "priority", "kind", "script",
         ]
         read_only_fields = [
             "id", "next_run_at", "last_run_at", "last_status", "consecutive_failures", "paused_reason",
@@ -490,6 +493,7 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
         if "auth" in attrs:
             attrs["auth"] = self._keep_masked_secrets(attrs["auth"])
         self._split_secret_headers(attrs)
+        validate_kind(attrs, self.instance)
         self._links = self._resolve_dependencies(attrs.pop("dependencies", None))
         job = self._candidate(attrs)
         self._check_dependencies(job, lock=False)

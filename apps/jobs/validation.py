@@ -73,7 +73,7 @@ def validate_job(job, *, plan, now, changed=ALL_FIELDS):
     problems = []
     if changed & SCHEDULE_FIELDS:
         problems += _schedule_problems(job, plan, now)
-    if changed & REQUEST_FIELDS:
+    if changed & REQUEST_FIELDS and job.kind != job.Kind.SCRIPT:
         problems += _request_problems(job, url_changed="url" in changed)
     if changed & SUCCESS_FIELDS:
         problems += _success_problems(job)

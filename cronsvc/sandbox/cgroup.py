@@ -88,6 +88,12 @@ class RunCgroup:
             return _counter(f"{self.memory}/memory.events", "oom_kill") > 0
         return _counter(f"{self.memory}/memory.oom_control", "oom_kill") > 0
 
+    def memory_peak(self) -> int:
+        """The most memory the run's tree held at once, in bytes (0 when not known)."""
+        name = "memory.peak" if self.hierarchy.version == 2 else "memory.max_usage_in_bytes"
+        peak = _read(f"{self.memory}/{name}").strip()
+        return int(peak) if peak.isdigit() else 0
+
     def pids_hit(self) -> bool:
         """v1 counts no "max" event here (the kernel keeps that count for v2 only), so a peak
         at the limit counts as reaching it too."""

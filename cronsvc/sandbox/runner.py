@@ -297,8 +297,8 @@ class _Run:
                       stderr=bytes(self.stderr.data), stdout_truncated=self.stdout.dropped > 0,
                       stderr_truncated=self.stderr.dropped > 0, duration=duration,
                       cpu_seconds=self.cpu)
-        hits = dict(memory_hit=self.group.memory_hit(), pids_hit=self.group.pids_hit()) \
-            if self.group else {}
+        hits = dict(memory_hit=self.group.memory_hit(), pids_hit=self.group.pids_hit(),
+                    memory_peak=self.group.memory_peak()) if self.group else {}
         return Result(**result, reason=classify(self.limits, self.timed_out, **hits, **result))
 
 
@@ -324,16 +324,22 @@ _PIDS_MARKS = (b"Resource temporarily unavailable", b"Cannot fork", b"fork: retr
 
 def classify(limits: Limits, timed_out: bool, *, exit_code, signal, stderr, cpu_seconds,
              stdout_truncated, stderr_truncated, memory_hit=False, pids_hit=False,
-             **_) -> Reason | None:
-    """The limit that ended or cut the run, the most decisive first. `memory_hit` and
-    `pids_hit` are the run cgroup's own counts, when it had one."""
+             memory_peak=None, **_) -> Reason | None:
+    """The limit that ended or cut the run, the most decisive first. `memory_hit`,
+    `pids_hit` and `memory_peak` (bytes) are the run cgroup's own counts, when it had one.
+
+    A program whose allocation the address-space limit refuses may crash rather than say so
+    (dash dies of SIGSEGV, a C++ program of SIGABRT): such a death counts as the memory
+    limit when the tree's peak memory reached half the limit (the rest of the address space
+    is code, stacks and what the allocator reserved), or, without a cgroup to tell, always."""
     if timed_out:
         return Reason.TIMEOUT
     if signal == _SIGXCPU or (signal == _SIGKILL and cpu_seconds >= limits.cpu_seconds):
         return Reason.CPU
     if exit_code != 0:
         tail = stderr[-4096:]
-        if memory_hit or any(mark in tail for mark in _MEMORY_MARKS):
+        crashed = signal in _CRASH_SIGNALS and (memory_peak is None or memory_peak * 2 >= limits.memory_bytes)
+        if memory_hit or crashed or any(mark in tail for mark in _MEMORY_MARKS):
             return Reason.MEMORY
         if pids_hit or any(mark in tail for mark in _PIDS_MARKS):
             return Reason.PIDS
@@ -343,4 +349,5 @@ def classify(limits: Limits, timed_out: bool, *, exit_code, signal, stderr, cpu_
 
 
 _SIGXCPU = int(signal.SIGXCPU)
+_CRASH_SIGNALS = frozenset({int(signal.SIGSEGV), int(signal.SIGBUS), int(signal.SIGABRT)})
 _SIGKILL = int(signal.SIGKILL)
