@@ -99,7 +99,8 @@ def prepare_tenants(run_id):
     from apps.billing.models import Plan
     from apps.jobs.models import Job
     from apps.projects.models import Project
-    from apps.projects.provisioning import create_api_key, provision_tenant
+    from apps.accounts.apikeys import create_api_key
+    from apps.projects.provisioning import provision_tenant
 
     Plan.objects.filter(code="enterprise").update(api_requests_per_minute=10**9, max_jobs=10**9)
     tenants = []

@@ -6,10 +6,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from . import services
 from .models import (ApiKey, AuditEvent, EncryptedTOTPDevice, ErasedOrganization, Membership, Organization,
-                     OrganizationSSO, SSOIdentity, User)
-
-# billing.Plan through the organization's string foreign key: accounts imports no higher app.
-Plan = Organization._meta.get_field("plan").related_model
+                     OrganizationSSO, SSOIdentity, User, plan_model)
 
 
 @admin.register(User)
@@ -34,7 +31,7 @@ class MembershipInline(admin.TabularInline):
 
 
 class PlanActionForm(ActionForm):
-    plan = forms.ModelChoiceField(queryset=Plan.objects.all(), required=False, label="Plan")
+    plan = forms.ModelChoiceField(queryset=plan_model().objects.all(), required=False, label="Plan")
 
 
 @admin.register(Organization)
@@ -62,7 +59,7 @@ class OrganizationAdmin(admin.ModelAdmin):
 
     @admin.action(description="Change plan to the plan chosen above")
     def change_plan(self, request, queryset):
-        plan = Plan.objects.filter(pk=request.POST.get("plan") or None).first()
+        plan = plan_model().objects.filter(pk=request.POST.get("plan") or None).first()
         if plan is None:
             self.message_user(request, "Choose a plan in the field beside the action.", messages.ERROR)
             return

@@ -49,6 +49,22 @@ class User(AbstractUser):
         return self.email
 
 
+# The plan a new organization starts on (billing's migrations seed the plans).
+DEFAULT_PLAN_CODE = "free"
+
+
+def plan_model():
+    """billing.Plan, the model ``Organization.plan`` points to: accounts and the apps below
+    billing reach the plan catalogue through this foreign key, never by importing billing."""
+    return Organization._meta.get_field("plan").related_model
+
+
+def project_model():
+    """projects.Project, the model ``ApiKey.projects`` points to (per-project grants of keys
+    and members): accounts and apps.api reach projects through it, never by importing them."""
+    return ApiKey._meta.get_field("projects").related_model
+
+
 class Organization(models.Model):
     """A tenant: everything a customer owns hangs off one of these."""
 

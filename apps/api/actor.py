@@ -8,8 +8,7 @@ from dataclasses import dataclass
 
 from guardian.shortcuts import get_objects_for_user
 
-from apps.accounts.models import ApiKey, Membership, Organization, User
-from apps.projects.models import Project
+from apps.accounts.models import ApiKey, Membership, Organization, User, project_model
 
 Role = Membership.Role
 RANK = {Role.VIEWER: 0, Role.DEVELOPER: 1, Role.ADMIN: 2, Role.OWNER: 3}
@@ -33,7 +32,7 @@ class Actor:
         return key_principal(self.api_key) if self.api_key else f"user:{self.user.pk}"
 
     def projects(self):
-        projects = Project.objects.for_organization(self.organization)
+        projects = project_model().objects.for_organization(self.organization)
         if self.project_ids is not None:
             projects = projects.filter(pk__in=self.project_ids)
         return projects
@@ -74,7 +73,7 @@ def actor_for_membership(membership):
     if membership.limited_to_projects and not RANK[membership.role] >= RANK[Role.ADMIN]:
         granted = get_objects_for_user(
             membership.user, ACCESS_PROJECT,
-            klass=Project.objects.for_organization(membership.organization),
+            klass=project_model().objects.for_organization(membership.organization),
             with_superuser=False, accept_global_perms=False,
         )
         project_ids = frozenset(granted.values_list("pk", flat=True))

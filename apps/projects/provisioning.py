@@ -5,10 +5,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils.text import slugify
 
-from apps.accounts.models import ApiKey, Membership, Organization, User
-from apps.billing.models import Plan
-from apps.billing.plans import DEFAULT_PLAN_CODE
-from cronsvc.apikeys import generate_key
+from apps.accounts.apikeys import create_api_key
+from apps.accounts.models import DEFAULT_PLAN_CODE, ApiKey, Membership, Organization, User, plan_model
 
 from .models import Project
 
@@ -31,20 +29,9 @@ def unique_org_slug(name):
     return slug
 
 
-def create_api_key(organization, name, *, scopes=("read", "write"), created_by=None, expires_at=None):
-    """Return (ApiKey, full key). The full key exists only in this return value."""
-    new = generate_key()
-    key = ApiKey.objects.create(
-        organization=organization, name=name, lookup=new.lookup, salt=new.salt,
-        secret_hash=new.secret_hash, scopes=list(scopes), created_by=created_by,
-        expires_at=expires_at,
-    )
-    return key, new.full_key
-
-
 @transaction.atomic
 def provision_tenant(*, org_name, email, plan_code=DEFAULT_PLAN_CODE, password=None, timezone="UTC"):
-    plan = Plan.objects.get(code=plan_code)
+    plan = plan_model().objects.get(code=plan_code)
     owner = User.objects.filter(email__iexact=email).first()
     if owner is None:
         owner = User.objects.create_user(email=email, password=password)

@@ -60,7 +60,7 @@ def test_other_tenants_job_and_project_are_not_found(api, other_api, make_job, t
 
 
 def limited_client(tenant, projects):
-    from apps.projects.provisioning import create_api_key
+    from apps.accounts.apikeys import create_api_key
 
     key, full = create_api_key(tenant.organization, "limited", scopes=("read", "write"))
     key.limited_to_projects = True

@@ -7,7 +7,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.accounts.models import Membership, User
-from apps.projects.provisioning import create_api_key
+from apps.accounts.apikeys import create_api_key
 
 _n = itertools.count(1)
 

@@ -10,7 +10,7 @@ from apps.accounts.models import AuditEvent
 from apps.executions import cancelling, sweeper
 from apps.executions.delivery import claim
 from apps.executions.models import Execution
-from apps.projects.provisioning import create_api_key
+from apps.accounts.apikeys import create_api_key
 from tests.api.conftest import error_of, key_client
 from tests.conftest import utc
 

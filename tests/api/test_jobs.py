@@ -279,7 +279,7 @@ def test_the_unfiltered_list_total_is_the_kept_job_count_and_filtered_totals_are
     from django.test.utils import CaptureQueriesContext
 
     from apps.projects.models import Project
-    from apps.projects.provisioning import create_api_key
+    from apps.accounts.apikeys import create_api_key
     from tests.api.conftest import key_client
 
     other = Project.objects.create(organization=tenant.organization, name="Other")

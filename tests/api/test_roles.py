@@ -5,7 +5,7 @@ import pytest
 from apps.accounts.models import AuditEvent, Membership, User
 from apps.executions.models import Execution
 from apps.projects.models import Project
-from apps.projects.provisioning import create_api_key
+from apps.accounts.apikeys import create_api_key
 from tests.api.conftest import error_of, job_body, key_client
 from tests.conftest import utc
 

@@ -19,7 +19,7 @@ from schemathesis.specs.openapi.checks import content_type_conformance, response
 from apps.accounts.models import AuditEvent, DataExport, Membership, User
 from apps.executions.models import Execution
 from apps.monitors.services import create_monitor
-from apps.projects.provisioning import create_api_key
+from apps.accounts.apikeys import create_api_key
 from tests.conftest import utc
 
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]

@@ -6,7 +6,7 @@ from apps.accounts.models import AuditEvent, Membership, User
 from apps.executions.models import Execution
 from apps.jobs.models import Job
 from apps.projects.models import Project
-from apps.projects.provisioning import create_api_key
+from apps.accounts.apikeys import create_api_key
 from tests.api.conftest import error_of, job_body
 from tests.conftest import utc
 

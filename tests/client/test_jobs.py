@@ -136,7 +136,7 @@ def test_another_tenants_job_is_not_found(cli, other_tenant, make_job):
 
 
 def test_a_read_only_key_may_list_but_not_change(cli, client_tenant, make_job):
-    from apps.projects.provisioning import create_api_key
+    from apps.accounts.apikeys import create_api_key
 
     job = make_job(client_tenant)
     _, read_only = create_api_key(client_tenant.organization, "read only", scopes=("read",))

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from apps.accounts.models import AuditEvent, DataExport, Membership, User
 from apps.executions.models import Attempt, Execution
 from apps.jobs.models import Job
-from apps.projects.provisioning import create_api_key
+from apps.accounts.apikeys import create_api_key
 
 SECRET_TOKEN = "tok-SECRET-bearer-0b9a"
 SECRET_HEADER = "hdr-SECRET-apikey-77c1"

@@ -3,9 +3,7 @@
 from django.db import transaction
 from guardian.shortcuts import assign_perm, remove_perm
 
-from apps.accounts.models import Membership, User
-from apps.projects.models import Project
-
+from apps.accounts.models import Membership, User, project_model
 from apps.api.actor import ACCESS_PROJECT, RANK, Role, actor_for_membership
 from apps.api.errors import Conflict
 
@@ -29,7 +27,7 @@ def member_project_ids(membership):
 
 def set_member_projects(membership, project_ids):
     """Replace the member's grants; None lifts the limit."""
-    org_projects = Project.objects.for_organization(membership.organization)
+    org_projects = project_model().objects.for_organization(membership.organization)
     remove_perm(ACCESS_PROJECT, membership.user, org_projects)
     membership.limited_to_projects = project_ids is not None
     membership.save(update_fields=["limited_to_projects"])
@@ -65,7 +63,7 @@ def change(membership, *, role=None, project_ids=...):
 def remove(membership):
     if membership.role == Role.OWNER:
         _keep_an_owner(membership)
-    remove_perm(ACCESS_PROJECT, membership.user, Project.objects.for_organization(membership.organization))
+    remove_perm(ACCESS_PROJECT, membership.user, project_model().objects.for_organization(membership.organization))
     membership.delete()
 
 

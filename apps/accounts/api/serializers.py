@@ -5,7 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.accounts.models import ApiKey, AuditEvent, Membership
-from apps.projects.provisioning import create_api_key
+from apps.accounts.apikeys import create_api_key
 
 from apps.api.actor import RANK, Role
 from apps.api.base import StrictModelSerializer, StrictSerializer

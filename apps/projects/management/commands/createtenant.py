@@ -2,8 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.billing.models import Plan
-from apps.billing.plans import DEFAULT_PLAN_CODE
+from apps.accounts.models import DEFAULT_PLAN_CODE, plan_model
 from apps.projects.provisioning import provision_tenant
 
 
@@ -17,8 +16,9 @@ class Command(BaseCommand):
         parser.add_argument("--password", default=None, help="Owner's password (new users only).")
 
     def handle(self, *args, org, email, plan, password, **options):
-        if not Plan.objects.filter(code=plan).exists():
-            codes = ", ".join(Plan.objects.values_list("code", flat=True))
+        plans = plan_model().objects
+        if not plans.filter(code=plan).exists():
+            codes = ", ".join(plans.values_list("code", flat=True))
             raise CommandError(f"Unknown plan {plan!r}; choose one of: {codes}.")
         tenant = provision_tenant(org_name=org, email=email, plan_code=plan, password=password)
         self.stdout.write(json.dumps(tenant_json(tenant)))
