@@ -44,16 +44,28 @@ class PurgeReport:
 
 def delete_job(job):
     """Delete ``job`` now and its history in batches after the commit (see the module)."""
+    delete_jobs([job])
+
+
+def delete_jobs(jobs):
+    """Delete ``jobs`` (e.g. a project's, before the project goes) now, each one's history
+    in batches after the commit: ``delete_job`` for many."""
     from apps.jobs.models import Job
 
+    jobs = list(jobs)
+    if not jobs:
+        return
+    ids = [job.pk for job in jobs]
     with transaction.atomic():
-        release_dependents(Job, [job.pk], keep={Execution})
-        # The row last: a scheduler claiming the job holds it, and its new runs are then visible.
-        Job._base_manager.filter(pk=job.pk)._raw_delete(connection.alias)
-        DeletedJob.objects.create(job_id=job.pk, organization_id=job.organization_id)
-        unfinished = list(Execution.objects.filter(job_id=job.pk, status__in=UNFINISHED).values_list("id", flat=True))
+        release_dependents(Job, ids, keep={Execution})
+        # The rows last: a scheduler claiming a job holds it, and its new runs are then visible.
+        Job._base_manager.filter(pk__in=ids)._raw_delete(connection.alias)
+        DeletedJob.objects.bulk_create([DeletedJob(job_id=job.pk, organization_id=job.organization_id)
+                                        for job in jobs])
+        unfinished = list(Execution.objects.filter(job_id__in=ids, status__in=UNFINISHED).values_list("id", flat=True))
         delete_executions(unfinished)
-        transaction.on_commit(lambda: _publish_purge(job.pk))
+        for job_id in ids:
+            transaction.on_commit(lambda job_id=job_id: _publish_purge(job_id))
 
 
 def _publish_purge(job_id):

@@ -5,7 +5,6 @@ from zoneinfo import ZoneInfo
 
 import django_filters
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -29,7 +28,6 @@ from apps.badges.api import BADGE_EXAMPLE, BadgeSerializer, badge_for
 from apps.badges.models import Badge
 from apps.executions.api import ExecutionFilter
 from apps.executions.models import Execution
-from apps.executions.purging import delete_job
 from apps.executions.serializers import ExecutionSerializer
 from apps.executions.stats_api import DESCRIPTION as STATS_DESCRIPTION, EXAMPLE as STATS_EXAMPLE, WINDOW
 from apps.executions.stats_api import StatsSerializer, stats_response, window_of
@@ -45,7 +43,7 @@ from .serializers import (
     NO_SCHEDULE_DESCRIPTION, ImportCrontabSerializer, ImportResultSerializer, JobSerializer, NextRunsQuerySerializer,
     RunsSerializer, SchedulePreviewSerializer, import_crontab, attach_links, load_links, plan_limit_error,
 )
-from .services import pause_job, resume_job
+from .services import create_job, delete_job, pause_job, resume_job, update_job
 from .versions_api import JobVersionActions
 from .windowing import job_next_runs
 from .validation import PlanLimit
@@ -248,33 +246,26 @@ class JobViewSet(JobVersionActions, ApiViewMixin, viewsets.ModelViewSet):
         context = self.get_serializer_context()
         return Response(represent(JobSerializer, serializer.instance, context), status=status.HTTP_201_CREATED)
 
+    # Each change commits with its audit event, or neither does (apps.jobs.services).
     def perform_create(self, serializer):
-        with transaction.atomic():  # one commit for the job and its audit event
-            job = serializer.save()
-            self.audit("job.create", job, {"name": job.name})
+        create_job(serializer, audit=self.audit)
 
     def perform_update(self, serializer):
-        fields = sorted(serializer.initial_data) if isinstance(serializer.initial_data, dict) else []
-        with transaction.atomic():  # each change commits with its audit event, or neither does
-            job = serializer.save()
-            self.audit("job.update", job, {"fields": fields})
+        fields = serializer.initial_data if isinstance(serializer.initial_data, dict) else []
+        update_job(serializer, audit=self.audit, fields=fields)
 
     def perform_destroy(self, job):
         force = query_flag(self.request, "force")
         dependents = list(job.downstream_links.select_related("downstream").order_by("id"))
         if dependents and not force:
             raise HasDependents(dependents)
-        with transaction.atomic():
-            self.audit("job.delete", job, {"name": job.name})
-            delete_job(job)  # its history goes after, in batches
+        delete_job(job, audit=self.audit)  # its history goes after, in batches
 
     @action(detail=True, methods=["post"])
     def pause(self, request, pk=None):
         job = self.get_object()
         self._no_body()
-        with transaction.atomic():
-            pause_job(job, reason="paused through the API")
-            self.audit("job.pause", job)
+        pause_job(job, reason="paused through the API", audit=self.audit)
         return Response(JobSerializer(job, context=self.get_serializer_context()).data)
 
     @action(detail=True, methods=["post"])
@@ -282,9 +273,7 @@ class JobViewSet(JobVersionActions, ApiViewMixin, viewsets.ModelViewSet):
         job = self.get_object()
         self._no_body()
         try:
-            with transaction.atomic():
-                resume_job(job)
-                self.audit("job.resume", job)
+            resume_job(job, audit=self.audit)
         except PlanLimit as exc:
             raise plan_limit_error(exc) from None
         return Response(JobSerializer(job, context=self.get_serializer_context()).data)

@@ -1,7 +1,6 @@
 """/api/v1/projects/: admins create, rename and delete projects; every member reads
 the projects they reach."""
 
-from django.db import transaction
 from django.db.models import Count
 from django.utils.text import slugify
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -16,6 +15,7 @@ from cronsvc.schedules import ScheduleError
 from cronsvc.schedules.localtime import load_zone
 
 from .models import Project
+from .services import create_project, delete_project, update_project
 
 
 class ProjectNotEmpty(Conflict):
@@ -76,21 +76,15 @@ class ProjectViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def get_queryset(self):
         return self.actor.projects().annotate(job_count=Count("jobs"))
 
-    # Each change commits with its audit event, or neither does.
+    # Each change commits with its audit event, or neither does (apps.projects.services).
     def perform_create(self, serializer):
-        with transaction.atomic():
-            project = serializer.save(organization=self.actor.organization)
-            self.audit("project.create", project, {"name": project.name})
+        create_project(serializer, organization=self.actor.organization, audit=self.audit)
 
     def perform_update(self, serializer):
-        with transaction.atomic():
-            project = serializer.save()
-            self.audit("project.update", project, {"name": project.name, "timezone": project.timezone})
+        update_project(serializer, audit=self.audit)
 
     def perform_destroy(self, project):
         force = query_flag(self.request, "force")
         if project.jobs.exists() and not force:
             raise ProjectNotEmpty()
-        with transaction.atomic():
-            self.audit("project.delete", project, {"name": project.name, "jobs": project.jobs.count()})
-            project.delete()
+        delete_project(project, audit=self.audit)  # its jobs' history goes after, in batches

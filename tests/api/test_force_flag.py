@@ -55,3 +55,34 @@ def test_a_refused_spelling_is_refused_even_when_nothing_needs_force(api, tenant
            else f"/api/v1/projects/{Project.objects.create(organization=tenant.organization, name='Empty').pk}/")
     response = api.delete(f"{url}?force=yes")
     assert response.status_code == 400 and error_of(response)["code"] == "invalid_flag"
+
+
+# The project page's "also delete its jobs" checkbox reads as the API's ?force=.
+
+
+def _project_page_delete(tenant, make_job, value):
+    from django.test import Client
+
+    make_job(tenant)
+    browser = Client()
+    browser.force_login(tenant.owner)
+    response = browser.post(f"/settings/projects/{tenant.project.pk}/delete/", {"force": value}, follow=True)
+    return response, Project.objects.filter(pk=tenant.project.pk).exists()
+
+
+@pytest.mark.parametrize("value", YES)
+def test_the_page_reads_force_yes_as_the_api_does(tenant, make_job, value):
+    response, exists = _project_page_delete(tenant, make_job, value)
+    assert not exists
+
+
+@pytest.mark.parametrize("value", NO)
+def test_the_page_reads_force_no_as_the_api_does(tenant, make_job, value):
+    response, exists = _project_page_delete(tenant, make_job, value)
+    assert exists and "still has 1 job" in response.content.decode()
+
+
+@pytest.mark.parametrize("value", ["yes", "on"])
+def test_the_page_refuses_what_the_api_refuses(tenant, make_job, value):
+    response, exists = _project_page_delete(tenant, make_job, value)
+    assert exists and "is not a yes/no value" in response.content.decode()

@@ -8,6 +8,7 @@ API's JobFilter, scoped by the API's Actor, and changed by the same services.
 import copy
 import dataclasses
 import time
+from functools import partial
 from zoneinfo import ZoneInfo, available_timezones
 
 from django.conf import settings
@@ -27,7 +28,6 @@ from apps.executions.api import ExecutionFilter
 from apps.executions.delivery import request_spec, success_criteria
 from apps.executions.models import Execution
 from apps.executions.outbound import http_session, outbound_policy
-from apps.executions.purging import delete_job
 from apps.executions.triggers import trigger_now
 from apps.jobs import forms as job_forms
 from apps.jobs.api import JobFilter, runs_payload, validate_preview
@@ -35,7 +35,7 @@ from apps.jobs.windowing import job_next_runs
 from apps.jobs.models import Job, JobDependency
 from apps.jobs.scheduling import job_schedule
 from apps.jobs.serializers import NO_SCHEDULE_DESCRIPTION, JobSerializer, SchedulePreviewSerializer
-from apps.jobs.services import pause_job, resume_job
+from apps.jobs.services import create_job, delete_job, pause_job, resume_job, update_job
 from apps.jobs.validation import PlanLimit
 from apps.billing.models import Plan
 from cronsvc.delivery.client import deliver
@@ -165,9 +165,7 @@ def job_create(request):
         errors = _validate(serializer)
         if not errors:
             try:
-                with transaction.atomic():  # each change commits with its audit event, or neither does
-                    job = serializer.save()
-                    audit(request, "job.create", job, {"name": job.name})
+                job = create_job(serializer, audit=partial(audit, request))
             except PlanLimitExceeded as exc:
                 errors = _plan_errors(exc)
             else:
@@ -189,9 +187,7 @@ def job_edit(request, pk):
         serializer = JobSerializer(job, data=data, context=serializer_context(request))
         errors = _validate(serializer)
         if not errors:
-            with transaction.atomic():
-                job = serializer.save()
-                audit(request, "job.update", job, {"fields": sorted(data)})
+            job = update_job(serializer, audit=partial(audit, request), fields=data)
             messages.success(request, f"Job “{job.name}” saved.")
             return redirect("web:job_detail", pk=job.pk)
         values = job_forms.posted_values(request.POST, stored_auth=job.auth)
@@ -442,9 +438,7 @@ def _job_action(request, pk):
 @require_POST
 def job_pause(request, pk):
     job = _job_action(request, pk)
-    with transaction.atomic():
-        pause_job(job, reason=f"paused by {request.user.email}")
-        audit(request, "job.pause", job)
+    pause_job(job, reason=f"paused by {request.user.email}", audit=partial(audit, request))
     messages.success(request, f"“{job.name}” is paused: it will not run until you resume it.")
     return redirect("web:job_detail", pk=job.pk)
 
@@ -454,9 +448,7 @@ def job_pause(request, pk):
 def job_resume(request, pk):
     job = _job_action(request, pk)
     try:
-        with transaction.atomic():
-            resume_job(job)
-            audit(request, "job.resume", job)
+        resume_job(job, audit=partial(audit, request))
     except PlanLimit as exc:
         messages.error(request, f"“{job.name}” stays paused: {exc.message}")
         return redirect("web:job_detail", pk=job.pk)
@@ -493,9 +485,7 @@ def job_duplicate(request, pk):
     copy_job = None
     if not errors:
         try:
-            with transaction.atomic():
-                copy_job = serializer.save()
-                audit(request, "job.create", copy_job, {"name": copy_job.name, "duplicate_of": str(job.pk)})
+            copy_job = create_job(serializer, audit=partial(audit, request), duplicate_of=str(job.pk))
         except PlanLimitExceeded as exc:
             errors = _plan_errors(exc)
     if errors:
@@ -512,9 +502,7 @@ def job_delete(request, pk):
     job = _job_action(request, pk)
     if request.method == "POST":
         name = job.name
-        with transaction.atomic():
-            audit(request, "job.delete", job, {"name": name})
-            delete_job(job)  # its history goes after, in batches
+        delete_job(job, audit=partial(audit, request))  # its history goes after, in batches
         messages.success(request, f"Job “{name}” deleted.")
         return redirect("web:dashboard")
     return render(request, "web/jobs/delete.html", {"job": job})

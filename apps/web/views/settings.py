@@ -9,6 +9,7 @@ touch the owner role.
 
 import time
 import uuid
+from functools import partial
 
 from django.conf import settings
 from django.contrib import messages
@@ -19,10 +20,12 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
+from rest_framework.exceptions import ValidationError
 
 from apps.accounts.api import members as member_rules
 from apps.api.audit import audit, client_ip
 from apps.api.errors import Conflict, flatten
+from apps.api.params import flag
 from apps.accounts.api.serializers import ApiKeySerializer, MemberInviteSerializer, MemberSerializer
 from apps.api.throttling import count_hit
 from apps.accounts import gdpr, otp_views
@@ -33,6 +36,7 @@ from apps.jobs.forms import local_instant
 from apps.jobs.jobcount import job_count
 from apps.projects.api import ProjectSerializer
 from apps.projects.models import Project
+from apps.projects.services import create_project, delete_project, update_project
 from apps.projects.provisioning import create_api_key
 from cronsvc.delivery.signing import generate_secret
 from cronsvc.schedules.describe import format_duration
@@ -80,9 +84,7 @@ def project_create(request):
     data = {key: value for key, value in data.items() if value or key == "name"}
     serializer = ProjectSerializer(data=data, context=serializer_context(request))
     if serializer.is_valid():
-        with transaction.atomic():  # each change commits with its audit event, or neither does
-            project = serializer.save(organization=request.actor.organization)
-            audit(request, "project.create", project, {"name": project.name})
+        project = create_project(serializer, organization=request.actor.organization, audit=partial(audit, request))
         messages.success(request, f"Project “{project.name}” created.")
         return redirect("web:settings")
     actor = request.actor
@@ -101,9 +103,7 @@ def project_edit(request, pk):
         data = {key: request.POST.get(key, "").strip() for key in ("name", "slug", "timezone")}
         serializer = ProjectSerializer(project, data=data, partial=True, context=serializer_context(request))
         if serializer.is_valid():
-            with transaction.atomic():
-                project = serializer.save()
-                audit(request, "project.update", project, {"name": project.name, "timezone": project.timezone})
+            project = update_project(serializer, audit=partial(audit, request))
             messages.success(request, f"Project “{project.name}” saved.")
             return redirect("web:settings")
         errors = _errors(serializer)
@@ -121,13 +121,16 @@ def project_delete(request, pk):
     project = get_object_or_404(request.actor.projects(), pk=pk)
     require_role(request, Role.ADMIN)
     jobs = project.jobs.count()
-    if jobs and request.POST.get("force") != "true":
+    try:
+        force = flag("force", request.POST.get("force"))  # the API's ?force=, one meaning
+    except ValidationError as exc:
+        messages.error(request, exc.detail["force"][0])
+        return redirect("web:project_edit", pk=project.pk)
+    if jobs and not force:
         messages.error(request, f"“{project.name}” still has {jobs} job{'s' if jobs != 1 else ''}: "
                                 "tick “also delete its jobs” to delete them too.")
         return redirect("web:project_edit", pk=project.pk)
-    with transaction.atomic():
-        audit(request, "project.delete", project, {"name": project.name, "jobs": jobs})
-        project.delete()
+    delete_project(project, audit=partial(audit, request))  # its jobs' history goes after, in batches
     messages.success(request, f"Project “{project.name}” deleted.")
     return redirect("web:settings")
 
