@@ -46,8 +46,22 @@ def mark_late(now):
 
 def mark_down(now, batch_size=BATCH_SIZE):
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(DOWN_SQL, {"now": now, "n": batch_size})
-            changes = [StateChange(pk, old, Monitor.State.DOWN) for pk, old in cursor.fetchall()]
+        claimed = _claim_down(now, batch_size)
+        changes = [StateChange(pk, old, Monitor.State.DOWN) for pk, old in claimed]
         record_state_changes(changes, now, detail=DOWN_DETAIL)
     return len(changes)
+
+
+def _claim_down(now, batch_size):
+    """(id, state before) of the overdue monitors turned down, in the caller's transaction."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(DOWN_SQL, {"now": now, "n": batch_size})
+            return cursor.fetchall()
+    # SQLite (the embedded mode): its transactions take the write lock as they begin, so the
+    # rows read here are the rows changed; it has no FOR UPDATE, nor RETURNING from a join.
+    claimed = list(Monitor.objects.filter(state__in=[Monitor.State.UP, Monitor.State.LATE], deadline_at__lte=now)
+                   .order_by("deadline_at").values_list("id", "state")[:batch_size])
+    Monitor.objects.filter(id__in=[pk for pk, _ in claimed]).update(
+        state=Monitor.State.DOWN, state_changed_at=now, deadline_at=None, updated_at=now)
+    return claimed

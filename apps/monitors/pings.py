@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from apps.accounts.models import Organization
 from apps.billing.models import Plan, UsageMonth
 
-from . import usage
+from . import pings_portable, usage
 from .changes import StateChange, record_state_changes
 from .models import BODY_LIMIT, Monitor, Ping
 from .schedule import deadline, next_expected
@@ -195,6 +195,8 @@ def record(target, ping, now, *, minute_hits=0):
 def _record(target, ping, now, minute_hits):
     """One try: (the statement's row or None when the monitor is gone, the PingResult)."""
     params = _params(target, ping, now, minute_hits)
+    if connection.vendor != "postgresql":
+        return _record_portable(target, params, now)
     if not changes_state(ping.kind, target.state):
         row = _fetchone(RECORD_SQL, params)
         if row is None or row[3] is not None or row[2]:
@@ -207,6 +209,16 @@ def _record(target, ping, now, minute_hits):
         if result.new_state != result.old_state:
             record_state_changes([StateChange(target.id, result.old_state, result.new_state)], now)
     return row, result
+
+
+def _record_portable(target, params, now):
+    def on_change(old, new):
+        record_state_changes([StateChange(target.id, old, new)], now)
+
+    row = pings_portable.record_row(params, new_state=new_state, on_change=on_change)
+    if row is None or row[3] is not None:
+        return row, None
+    return row, PingResult(old_state=row[0], new_state=new_state(params["kind"], row[0]), duration_ms=row[1])
 
 
 def _params(target, ping, now, minute_hits):
@@ -239,6 +251,10 @@ def _fetchone(sql, params):
     statements look rows up by key, whatever the parameters."""
     connection.close_if_health_check_failed()
     connection.ensure_connection()
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
     raw = connection.connection
     with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
         if raw not in _generic_plans and not connection.in_atomic_block:  # (a rollback would undo it)

@@ -18,17 +18,21 @@ import time
 from collections import Counter
 
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from apps.accounts.models import Organization
 from apps.billing.models import UsageMonth
+from apps.sql.bulk import Unnest
 
 USAGE_FLUSH_SECONDS = 1.0
-U = UsageMonth._meta.db_table
+#: Pings to add per (organization, month), with the plan's quota for a new month's row.
+PINGS = Unnest([("organization_id", "uuid"), ("month", "date"), ("pings", "bigint"), ("quota", "bigint")],
+               alias="c", placeholder="%s")
 UPSERT_SQL = f"""
-INSERT INTO {U} AS u (organization_id, month, runs, pings, quota, updated_at)
+INSERT INTO {UsageMonth._meta.db_table} AS u (organization_id, month, runs, pings, quota, updated_at)
 SELECT c.organization_id, c.month, 0, c.pings, c.quota, %s
-FROM unnest(%s::uuid[], %s::date[], %s::bigint[], %s::bigint[]) AS c(organization_id, month, pings, quota)
+FROM {PINGS.source}
 JOIN {Organization._meta.db_table} o ON o.id = c.organization_id  -- an organization deleted meanwhile: dropped
 ON CONFLICT (organization_id, month) DO UPDATE SET pings = u.pings + EXCLUDED.pings, updated_at = EXCLUDED.updated_at
 """
@@ -64,17 +68,29 @@ def flush():
         _pending.clear()
     if not counts:
         return 0
-    keys = list(counts)
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(UPSERT_SQL, [timezone.now(), [org for org, _ in keys], [month for _, month in keys],
-                                        [counts[key] for key in keys], [quotas.get(org, 0) for org, _ in keys]])
+        with transaction.atomic():
+            _store(counts, quotas)
     except Exception:
         with _lock:
             _pending.update(counts)
         log.exception("ping usage not stored; kept for the next try")
         return 0
     return sum(counts.values())
+
+
+def _store(counts, quotas):
+    keys, now = list(counts), timezone.now()
+    if connection.vendor != "postgresql":  # the embedded mode's SQLite: a few organizations
+        for org, month in keys:
+            if Organization.objects.filter(pk=org).exists():
+                row, _ = UsageMonth.objects.get_or_create(organization_id=org, month=month,
+                                                          defaults={"quota": quotas.get(org, 0)})
+                UsageMonth.objects.filter(pk=row.pk).update(pings=F("pings") + counts[org, month], updated_at=now)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(UPSERT_SQL, [now, *PINGS.params(
+            (org, month, counts[org, month], quotas.get(org, 0)) for org, month in keys)])
 
 
 def forget():
