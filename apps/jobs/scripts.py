@@ -43,6 +43,17 @@ class ScriptSpecSerializer(serializers.Serializer):
     allow_network = serializers.BooleanField(required=False, default=False, write_only=True, help_text=(
         "Outbound HTTP from the script. Not offered yet: true is refused with `script_network_unsupported`."))
 
+    def to_representation(self, job):
+        """null for an http job (and null given back is taken as no script)."""
+        if job.kind != Job.Kind.SCRIPT:
+            return None
+        return super().to_representation(job)
+
+    def run_validation(self, data=serializers.empty):
+        if data is None:
+            return {}
+        return super().run_validation(data)
+
 
 def validate_kind(attrs, instance):
     """Check a job's kind and script together; fill in what a script job does not use.

@@ -427,7 +427,7 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
     tags = serializers.ListField(child=serializers.CharField(max_length=64), max_length=50, required=False)
     schedule = ScheduleField(source="*")
     request = RequestSpecSerializer(source="*", required=False, help_text="What an http job sends (required for one).")
-    script = ScriptSpecSerializer(source="*", required=False, help_text=(
+    script = ScriptSpecSerializer(source="*", required=False, allow_null=True, help_text=(
         "What a script job runs in the sandbox (required for one; docs/script-jobs.md)."))
     retry = JobRetrySerializer(source="*", required=False)
     success = JobSuccessSerializer(source="*", required=False)
