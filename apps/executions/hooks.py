@@ -65,3 +65,23 @@ def run_outcome_hooks(outcomes):
         return
     for hook in list(_hooks):
         hook(outcomes)
+
+
+# --- the scheduler's tick
+
+_tick_hooks = []
+
+
+def on_tick(hook):
+    """Register ``hook(now)``, called once per scheduler tick after the due jobs and
+    retries are published (monitors decide there which heartbeats are late or down).
+    Registering twice is a no-op; usable as a decorator."""
+    if hook not in _tick_hooks:
+        _tick_hooks.append(hook)
+    return hook
+
+
+def run_tick_hooks(now):
+    """Call every tick hook in registration order; each manages its own transactions."""
+    for hook in list(_tick_hooks):
+        hook(now)

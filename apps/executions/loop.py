@@ -15,11 +15,10 @@ from django.utils import timezone
 
 from apps.eventstream import relay
 from apps.jobs.models import Job
-from apps.monitors.clock import check_monitors
 from apps.observability import metrics
 from apps.observability.heartbeats import Beat
 
-from . import broker_queues, publishing, sweeper
+from . import broker_queues, hooks, publishing, sweeper
 from .overload import OverloadGate
 from .routing import LOW, queue_for
 from .scheduler import claim_due
@@ -80,7 +79,7 @@ class SchedulerLoop:
         if result.claimed:
             self._log_tick(result, published)
         self._publish_due_retries(now, overloaded)
-        check_monitors(now)  # heartbeat monitors past their grace go late/down (decided once)
+        hooks.run_tick_hooks(now)  # e.g. heartbeat monitors past their grace go late/down (decided once)
         # Dispatch first: while due jobs wait (a full batch) a tick publishes a few events,
         # the rest wait in the outbox until the burst has drained.
         backlogged = result.claimed >= self.batch_size

@@ -5,3 +5,11 @@ class MonitorsConfig(AppConfig):
     name = "apps.monitors"
     label = "monitors"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # Every scheduler tick decides which heartbeat monitors went late or down.
+        from apps.executions.hooks import on_tick
+
+        from .clock import check_monitors
+
+        on_tick(check_monitors)
