@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections import Counter
 from datetime import date, timezone
 
-import psycopg
 from django.db import connection
 from django.db.models import F
 
+from apps.sql.bulk import binding_cursor
+
+from . import queries
 from .models import Plan, UsageDay, UsageMonth
 from .warnings import crossed_thresholds, warn_quota
 
@@ -75,47 +77,19 @@ def _key(item):
     return (str(org), day)
 
 
-def _cursor():
-    connection.ensure_connection()
-    return psycopg.Cursor(connection.connection)
-
-
 def _pg_add_months(months):
-    """Upsert the monthly counters; return [(organization id, month, runs, quota)] after.
-    The quota is copied from the plan in the same statement, so telling whether a warning
-    threshold was crossed needs no further query."""
+    """Upsert the monthly counters; return [(organization id, month, runs, quota)] after."""
     keys = sorted(months, key=lambda k: (str(k[0]), k[1]))
-    table, orgs, plans = (UsageMonth._meta.db_table, UsageMonth._meta.get_field("organization").related_model._meta.db_table,
-                          Plan._meta.db_table)
-    sql = (
-        f"INSERT INTO {table} AS u (organization_id, month, runs, quota, updated_at) "
-        f"SELECT v.org, v.month, v.n, p.monthly_executions, now() "
-        f"FROM unnest(%s::uuid[], %s::date[], %s::bigint[]) AS v(org, month, n) "
-        f"JOIN {orgs} o ON o.id = v.org JOIN {plans} p ON p.id = o.plan_id ORDER BY v.org, v.month "
-        f"ON CONFLICT (organization_id, month) DO UPDATE SET runs = u.runs + excluded.runs, "
-        f"quota = excluded.quota, updated_at = excluded.updated_at "
-        f"RETURNING organization_id, month, runs, quota"
-    )
-    with _cursor() as cursor:
-        cursor.execute(sql, [[k[0] for k in keys], [k[1] for k in keys], [months[k] for k in keys]])
+    with binding_cursor() as cursor:
+        cursor.execute(queries.ADD_MONTHS, queries.MONTHS.params((org, month, months[org, month]) for org, month in keys))
         rows = cursor.fetchall()
     by_text = {str(k[0]): k[0] for k in keys}
     return [(by_text.get(str(org), org), month, runs, quota) for org, month, runs, quota in rows]
 
 
 def _pg_add_days(rows):
-    table = UsageDay._meta.db_table
-    sql = (
-        f"INSERT INTO {table} AS u (organization_id, day, runs, succeeded, failed, updated_at) "
-        f"SELECT v.org, v.day, v.runs, v.ok, v.failed, now() "
-        f"FROM unnest(%s::uuid[], %s::date[], %s::bigint[], %s::bigint[], %s::bigint[]) "
-        f"AS v(org, day, runs, ok, failed) ORDER BY v.org, v.day "
-        f"ON CONFLICT (organization_id, day) DO UPDATE SET runs = u.runs + excluded.runs, "
-        f"succeeded = u.succeeded + excluded.succeeded, failed = u.failed + excluded.failed, "
-        f"updated_at = excluded.updated_at"
-    )
-    with _cursor() as cursor:
-        cursor.execute(sql, [list(column) for column in zip(*rows)])
+    with binding_cursor() as cursor:
+        cursor.execute(queries.ADD_DAYS, queries.DAYS.params(rows))
 
 
 # Embedded SQLite: one writer at a time, few runs; plain F() upserts are enough.

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import connection
 
+from apps.sql.bulk import Unnest, binding_cursor
+
 from .models import OutboxEntry
 
 TABLE = OutboxEntry._meta.db_table
@@ -26,7 +28,8 @@ MONITOR = OutboxEntry.Kind.MONITOR.value
 Entry = namedtuple("Entry", ["kind", "status", "previous", "organization_id", "project_id", "subject_id",
                              "execution_id", "attempt", "reason", "detail", "occurred_at"])
 COLUMNS = ", ".join(Entry._fields)
-_TYPES = ("text", "text", "text", "uuid", "uuid", "uuid", "uuid", "integer", "text", "jsonb", "timestamptz")
+_ENTRIES = Unnest(zip(Entry._fields, ("text", "text", "text", "uuid", "uuid", "uuid", "uuid", "integer", "text",
+                                      "jsonb", "timestamptz"), strict=True))
 
 
 def enabled():
@@ -57,17 +60,11 @@ def add(entries):
     if connection.vendor != "postgresql":
         OutboxEntry.objects.bulk_create([OutboxEntry(**entry._asdict()) for entry in entries])
         return
-    import psycopg
     from psycopg.types.json import Jsonb
 
-    columns = [list(column) for column in zip(*entries)]
-    details = Entry._fields.index("detail")
-    columns[details] = [Jsonb(detail) for detail in columns[details]]
-    arrays = ", ".join(f"%b::{kind}[]" for kind in _TYPES)
-    sql = insert_sql(f"SELECT * FROM unnest({arrays})")
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, columns)
+    with binding_cursor() as cursor:
+        cursor.execute(insert_sql(_ENTRIES.select),
+                       _ENTRIES.params(entry._replace(detail=Jsonb(entry.detail)) for entry in entries))
 
 
 def _plain(detail):

@@ -3,6 +3,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounts.tenancy import TenantQuerySet
+from cronsvc import statuses
 from cronsvc.ids import uuid7
 
 
@@ -51,8 +52,7 @@ class Execution(models.Model):
         DEAD = "dead", "Dead"
         CANCELLED = "cancelled", "Cancelled"
 
-    FINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT, Status.SKIPPED, Status.DEAD,
-                      Status.CANCELLED)
+    FINAL_STATUSES = statuses.FINAL  # named once, in cronsvc.statuses
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # No single-column indexes on job and organization: exec_job_latest, the unique

@@ -19,9 +19,11 @@ from django.utils import timezone
 
 from apps.eventstream import outbox
 from apps.jobs.models import Job
-from cronsvc.statuses import CANCELLED, FAILED
+from apps.sql.bulk import binding_cursor
+from cronsvc import jobhealth
+from cronsvc.statuses import CANCELLED
 
-from . import events
+from . import events, queries
 from .hooks import Outcome, run_outcome_hooks
 from .models import Attempt, Execution
 
@@ -120,61 +122,17 @@ def _sqlstate(exc):
     return None
 
 
-def _cursor():
-    import psycopg
-
-    connection.ensure_connection()
-    # A server-side-binding cursor on Django's connection (same transaction): the arrays
-    # go out in binary instead of being quoted into the SQL text.
-    return psycopg.Cursor(connection.connection)
-
-
 def _finish_many(results):
     from psycopg.types.json import Jsonb
 
-    table = connection.ops.quote_name(Execution._meta.db_table)
-    sql = (
-        f"UPDATE {table} AS e SET status = v.status, attempt = v.attempt, duration_ms = v.duration_ms, "
-        "response_status = v.response_status, response_headers = v.response_headers, "
-        "response_body = v.response_body, remote_addr = v.remote_addr, error_kind = v.error_kind, "
-        "error_message = v.error_message, lease_expires_at = NULL, next_attempt_at = v.next_attempt_at, "
-        # a retry waits for the scheduler to publish it when next_attempt_at comes
-        f"published_at = CASE WHEN v.status = '{S.QUEUED}' THEN NULL ELSE e.published_at END, "
-        f"finished_at = CASE WHEN v.status = '{S.QUEUED}' THEN e.finished_at ELSE v.finished_at END "
-        "FROM unnest(%b::uuid[], %b::text[], %b::smallint[], %b::integer[], %b::smallint[], %b::jsonb[], "
-        "%b::text[], %b::text[], %b::text[], %b::text[], %b::timestamptz[], %b::timestamptz[]) "
-        "AS v(id, status, attempt, duration_ms, response_status, response_headers, response_body, "
-        "remote_addr, error_kind, error_message, next_attempt_at, finished_at) "
-        f"WHERE e.id = v.id AND e.status = '{S.RUNNING}'"
-    )
-    if outbox.enabled():
-        # the same statement writes each moved run's event from the rows it updated
-        sql = (f"WITH upd AS ({sql} RETURNING e.*, v.finished_at AS changed_at), "
-               f"ev AS ({outbox.insert_sql(_OUTCOME_EVENTS)}) SELECT id FROM upd")
-    else:
-        sql += " RETURNING e.id"
-    columns = [[] for _ in range(12)]
-    for result in results:
-        a = result.attempt
-        row = (result.execution.id, result.status, a.number, a.duration_ms, a.response_status,
-               Jsonb(a.response_headers), a.response_body, a.remote_addr, a.error_kind, a.error_message,
-               result.next_attempt_at, a.finished_at)
-        for column, value in zip(columns, row):
-            column.append(value)
-    with _cursor() as cursor:
-        cursor.execute(sql, columns)
+    sql = queries.finish_sql(with_events=outbox.enabled())
+    params = queries.FINISHED.params(
+        (result.execution.id, result.status, a.number, a.duration_ms, a.response_status, Jsonb(a.response_headers),
+         a.response_body, a.remote_addr, a.error_kind, a.error_message, result.next_attempt_at, a.finished_at)
+        for result in results for a in [result.attempt])
+    with binding_cursor() as cursor:
+        cursor.execute(sql, params)
         return {row[0] for row in cursor.fetchall()}
-
-
-_OUTCOME_EVENTS = (
-    f"SELECT 'execution', u.status, '{S.RUNNING}', u.organization_id, j.project_id, u.job_id, u.id, u.attempt, "
-    f"CASE WHEN u.status = '{S.QUEUED}' THEN 'retry' ELSE '' END, jsonb_strip_nulls(jsonb_build_object("
-    f"'scheduled_for', {outbox.utc_sql('u.scheduled_for')}, 'trigger', u.trigger, "
-    "'error_kind', NULLIF(u.error_kind, ''), 'response_status', u.response_status, 'duration_ms', u.duration_ms, "
-    f"'next_attempt_at', {outbox.utc_sql('u.next_attempt_at')})), "
-    "u.changed_at "
-    f"FROM upd u LEFT JOIN {Job._meta.db_table} j ON j.id = u.job_id"
-)
 
 
 def _outcome(result, *, moved=True):
@@ -196,75 +154,35 @@ def _insert_attempts(results, *, lease_lost=False):
         return set()
     from psycopg.types.json import Jsonb
 
-    table = connection.ops.quote_name(Attempt._meta.db_table)
-    sql = (
-        f"INSERT INTO {table} (execution_id, number, started_at, finished_at, duration_ms, request_method, "
-        "request_url, request_headers, request_body, response_status, response_headers, response_body, "
-        "remote_addr, outcome, error_kind, error_message) "
-        "SELECT * FROM unnest(%b::uuid[], %b::smallint[], %b::timestamptz[], %b::timestamptz[], %b::integer[], "
-        "%b::text[], %b::text[], %b::jsonb[], %b::text[], %b::smallint[], %b::jsonb[], %b::text[], %b::text[], "
-        "%b::text[], %b::text[], %b::text[])"
-        + (" ON CONFLICT (execution_id, number) DO NOTHING RETURNING execution_id" if lease_lost else "")
-    )
-    columns = [[] for _ in range(16)]
-    for result in results:
-        a = result.attempt
-        row = (result.execution.id, a.number, a.started_at, a.finished_at, a.duration_ms, a.request_method,
-               a.request_url, Jsonb(a.request_headers), a.request_body, a.response_status,
-               Jsonb(a.response_headers), a.response_body, a.remote_addr, a.outcome, a.error_kind,
-               a.error_message)
-        for column, value in zip(columns, row):
-            column.append(value)
-    with _cursor() as cursor:
-        cursor.execute(sql, columns)
+    params = queries.ATTEMPTS.params(
+        (result.execution.id, a.number, a.started_at, a.finished_at, a.duration_ms, a.request_method,
+         a.request_url, Jsonb(a.request_headers), a.request_body, a.response_status, Jsonb(a.response_headers),
+         a.response_body, a.remote_addr, a.outcome, a.error_kind, a.error_message)
+        for result in results for a in [result.attempt])
+    with binding_cursor() as cursor:
+        cursor.execute(queries.INSERT_ATTEMPTS_OF_LOST_LEASES if lease_lost else queries.INSERT_ATTEMPTS, params)
         if lease_lost:
             return {row[0] for row in cursor.fetchall()}
     return {result.execution.id for result in results}
 
 
 def _update_jobs_health(results):
-    """``_update_job_health`` for each result in turn, as one statement: per job, the
-    failures before its first success in the group add to its count, a success resets it,
-    and the job is disabled if any streak of failures reached its threshold."""
+    """The job health of each result in turn (cronsvc.jobhealth), as one statement."""
     per_job = {}
     for result in results:
-        if result.status == S.SUCCEEDED or result.status in FAILED:
+        if jobhealth.counts(result.status):
             per_job.setdefault(result.execution.job_id, []).append(result)
     if not per_job:
         return
-    columns = [[] for _ in range(8)]
+    rows = []
     for job_id in sorted(per_job):  # the same lock order in every group: no deadlock between two
         runs = per_job[job_id]
-        threshold = runs[-1].auto_disable_after
-        head = tail = 0
-        reset = disable = False
-        for result in runs:
-            if result.status == S.SUCCEEDED:
-                reset, tail = True, 0
-            elif reset:
-                tail += 1
-                disable = disable or tail >= threshold
-            else:
-                head += 1
-        last = runs[-1]
-        row = (job_id, last.attempt.started_at, last.status, reset, head, tail, disable, threshold)
-        for column, value in zip(columns, row):
-            column.append(value)
-    reason = "'Disabled automatically after ' || v.threshold || ' consecutive failed runs.'"
-    disabling = ("j.enabled AND v.threshold > 0 "  # 0: the plan never disables jobs
-                 "AND (v.disable OR (v.head > 0 AND j.consecutive_failures + v.head >= v.threshold))")
-    table = connection.ops.quote_name(Job._meta.db_table)
-    sql = (
-        f"UPDATE {table} AS j SET last_run_at = v.ran_at, last_status = v.status, "
-        "consecutive_failures = CASE WHEN v.reset THEN v.tail ELSE j.consecutive_failures + v.head END, "
-        f"enabled = CASE WHEN {disabling} THEN false ELSE j.enabled END, "
-        f"disabled_reason = CASE WHEN {disabling} THEN {reason} ELSE j.disabled_reason END "
-        "FROM unnest(%b::uuid[], %b::timestamptz[], %b::text[], %b::bool[], %b::integer[], %b::integer[], "
-        "%b::bool[], %b::integer[]) AS v(id, ran_at, status, reset, head, tail, disable, threshold) "
-        "WHERE j.id = v.id"
-    )
-    with _cursor() as cursor:
-        cursor.execute(sql, columns)
+        last, threshold = runs[-1], runs[-1].auto_disable_after
+        delta = jobhealth.health_delta([result.status for result in runs], threshold)
+        rows.append((job_id, last.attempt.started_at, last.status, delta.reset, delta.head, delta.tail,
+                     delta.disable, threshold, jobhealth.disabled_reason(threshold)))
+    with binding_cursor() as cursor:
+        cursor.execute(queries.UPDATE_JOB_HEALTH, queries.JOB_HEALTH.params(rows))
 
 
 def record_attempt(execution, *, attempt, status, next_attempt_at, auto_disable_after):
@@ -311,17 +229,19 @@ def _finish(execution, status, attempt, next_attempt_at):
 
 
 def _update_job_health(job_id, status, ran_at, auto_disable_after):
+    """One run's effect on its job's health, by the ORM (the same HealthDelta as the grouped statement)."""
+    if not jobhealth.counts(status):
+        return
+    delta = jobhealth.health_delta([status], auto_disable_after)
     jobs = Job.objects.filter(id=job_id)
-    if status == S.SUCCEEDED:
-        jobs.update(last_run_at=ran_at, last_status=status, consecutive_failures=0)
-    elif status in FAILED:
-        jobs.update(last_run_at=ran_at, last_status=status, consecutive_failures=F("consecutive_failures") + 1)
-        if not auto_disable_after:
-            return  # the plan never disables jobs
-        jobs.filter(enabled=True, consecutive_failures__gte=auto_disable_after).update(
-            enabled=False,
-            disabled_reason=f"Disabled automatically after {auto_disable_after} consecutive failed runs.",
-        )
+    jobs.update(last_run_at=ran_at, last_status=status,
+                consecutive_failures=delta.tail if delta.reset else F("consecutive_failures") + delta.head)
+    if not auto_disable_after or not (delta.disable or delta.head):
+        return  # 0: the plan never disables jobs
+    disabling = jobs.filter(enabled=True)
+    if not delta.disable:  # HealthDelta.disables on the count just stored
+        disabling = disabling.filter(consecutive_failures__gte=auto_disable_after)
+    disabling.update(enabled=False, disabled_reason=jobhealth.disabled_reason(auto_disable_after))
 
 
 def skip_running(execution, reason, now):

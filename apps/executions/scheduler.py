@@ -34,10 +34,11 @@ from apps.eventstream import outbox
 from apps.jobs.models import Job
 from apps.jobs.scheduling import due_time, job_schedule, occurrence_of
 from apps.jobs.windowing import apply_windows
+from apps.sql.bulk import Unnest, binding_cursor
 from cronsvc.misfire import plan_catch_up
 from cronsvc.schedules import next_run
 
-from . import events
+from . import events, queries
 from .models import Execution
 from .routing import queue_for
 
@@ -140,15 +141,12 @@ def _fetch(queryset):
     timestamps and uuids in C, where Django's loader for timestamps is Python."""
     if connection.vendor != "postgresql":
         return list(queryset)
-    import psycopg
-
     sql, params = queryset.query.sql_with_params()
-    connection.ensure_connection()
     # Django's error wrapper, as its own cursors have: a lost session (PostgreSQL
     # restarted, or the claim's idle timeout ended it while this process was paused)
     # raises Django's OperationalError, which the loop backs off from, and marks the
     # connection broken so it is replaced, instead of psycopg's error ending the process.
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    with binding_cursor() as cursor:
         cursor.execute(sql, params, binary=True)
         return cursor.fetchall()
 
@@ -331,11 +329,10 @@ class _PostgresInsert:
                 value = f.get_db_prep_save(f.get_default(), connection)
             select.append(f"%b::{f.db_type(connection)}")
             self.constants.append((f.column, value))
-        arrays = ", ".join(f"%b::{by_column[c].db_type(connection)}[]" for c in self.varying)
+        self.rows = Unnest([(column, by_column[column].db_type(connection)) for column in self.varying])
         insert = (
             f"INSERT INTO {quote(Execution._meta.db_table)} ({', '.join(columns)}) "
-            f"SELECT {', '.join(select)} FROM unnest({arrays}) AS v({', '.join(map(quote, self.varying))}) "
-            "ON CONFLICT DO NOTHING"
+            f"SELECT {', '.join(select)} FROM {self.rows.source} ON CONFLICT DO NOTHING"
         )
         self.sql = f"{insert} RETURNING id"
         # With the event stream on, the same statement writes each inserted run's event
@@ -346,17 +343,12 @@ class _PostgresInsert:
         )
 
     def run(self, ids, rows, now):
-        import psycopg
-
         constants = [now if column == "created_at" else value for column, value in self.constants]
-        arrays = [ids, *(list(column) for column in zip(*rows))]
+        arrays = self.rows.params((execution_id, *row) for execution_id, row in zip(ids, rows))
         sql, params = self.sql, [*constants, *arrays]
         if outbox.enabled():
             sql, params = self.sql_with_events, [*params, now]
-        connection.ensure_connection()
-        # A server-side-binding cursor on Django's connection (same transaction), its
-        # errors wrapped as Django's (see _fetch).
-        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        with binding_cursor() as cursor:
             cursor.execute(sql, params)
             return {row[0] for row in cursor.fetchall()}
 
@@ -371,18 +363,8 @@ _EVENTS_SELECT = (
 def _advance_jobs(updates):
     """Write every claimed job's next due time in one statement."""
     if connection.vendor == "postgresql":
-        import psycopg
-
-        ids, next_runs, expired = (list(column) for column in zip(*updates))
-        sql = (
-            f"UPDATE {Job._meta.db_table} AS j SET next_run_at = v.next_run_at, "
-            "expired_at = COALESCE(v.expired_at, j.expired_at) "
-            "FROM unnest(%b::uuid[], %b::timestamptz[], %b::timestamptz[]) AS v(id, next_run_at, expired_at) "
-            "WHERE j.id = v.id"
-        )
-        connection.ensure_connection()
-        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(sql, [ids, next_runs, expired])
+        with binding_cursor() as cursor:
+            cursor.execute(queries.ADVANCE_JOBS, queries.ADVANCED.params(updates))
         return
     # SQLite (embedded mode) runs one scheduler with small batches: a row at a time is fine.
     for job_id, next_at, expired_at in updates:
