@@ -24,3 +24,25 @@ def run_plan_change(organization, plan, *, now=None):
     if not _plan_change:
         raise RuntimeError("No plan-change hook registered: apps.billing must be installed")
     return _plan_change[0](organization, plan, now=now)
+
+
+# --- telling an organization something (billing's quota warnings, ...)
+
+_notice = []
+
+
+def on_organization_notice(hook):
+    """Register ``hook(organization_id, kind, subject, text, data)``, which tells an
+    organization something inside the caller's transaction (notifications registers its
+    e-mails and channels). One hook: registering another replaces it."""
+    _notice[:] = [hook]
+    return hook
+
+
+def notify_organization(organization_id, kind, subject, text, data=None):
+    """Tell the organization through the registered hook; False when none is registered
+    (the caller then chooses its own way)."""
+    if not _notice:
+        return False
+    _notice[0](organization_id, kind, subject, text, data)
+    return True

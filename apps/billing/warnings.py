@@ -12,6 +12,8 @@ import math
 
 from django.db import IntegrityError, transaction
 
+from apps.accounts.hooks import notify_organization
+
 from .models import QuotaWarning
 
 log = logging.getLogger(__name__)
@@ -39,16 +41,13 @@ def warn_quota(organization_id, month, threshold, *, runs, quota):
 
 
 def send_quota_warning(warning):
-    """The one place a quota warning leaves billing (switch the transport here)."""
+    """The one place a quota warning leaves billing: through the organization notice hook
+    notifications registers (apps/accounts/hooks.py), else an e-mail to the owners."""
     subject, text = _message(warning)
     data = {"month": warning.month.isoformat(), "threshold": warning.threshold,
             "runs": warning.runs, "quota": warning.quota}
-    try:
-        from apps.notifications.dispatch import notify_organization
-    except ImportError:
+    if not notify_organization(warning.organization_id, "quota", subject, text, data):
         transaction.on_commit(lambda: _mail_owners(warning.organization_id, subject, text))
-        return
-    notify_organization(warning.organization_id, "quota", subject, text, data)
 
 
 def _message(warning):
