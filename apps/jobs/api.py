@@ -39,10 +39,12 @@ from .health import STATUSES, health_filter
 from .jobcount import job_count
 from .models import Job, JobDependency
 from .scheduling import job_schedule
-from .serializers import (
-    NO_SCHEDULE_DESCRIPTION, ImportCrontabSerializer, ImportResultSerializer, JobSerializer, NextRunsQuerySerializer,
-    RunsSerializer, SchedulePreviewSerializer, import_crontab, attach_links, load_links, plan_limit_error,
+from .crontab_import import ImportCrontabSerializer, ImportResultSerializer, import_crontab
+from .links import attach_links, load_links
+from .schedule_serializers import (
+    NO_SCHEDULE_DESCRIPTION, NextRunsQuerySerializer, RunsSerializer, SchedulePreviewSerializer,
 )
+from .serializers import JobSerializer, plan_limit_error
 from .services import create_job, delete_job, pause_job, resume_job, update_job
 from .versions_api import JobVersionActions
 from .windowing import job_next_runs

@@ -1,4 +1,4 @@
-"""The monitor's API shape: the job's schedule input (apps.jobs.serializers.ScheduleField,
+"""The monitor's API shape: the job's schedule input (apps.jobs.schedule_serializers.ScheduleField,
 cron or interval only) plus a grace period; state and ping URLs are read-only."""
 
 from django.conf import settings
@@ -7,7 +7,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from apps.api.base import StrictModelSerializer
-from apps.jobs.serializers import DefaultProject, ProjectField, ScheduleField
+from apps.jobs.schedule_serializers import ScheduleField
+from apps.jobs.serializers import DefaultProject, ProjectField
 from apps.projects.models import Project
 
 from .models import Monitor, Ping

@@ -11,7 +11,8 @@ from rest_framework.renderers import JSONRenderer
 
 from apps.api.representation import represent, represent_many
 from apps.jobs.models import Job, JobDependency
-from apps.jobs.serializers import JobSerializer, load_links
+from apps.jobs.links import load_links
+from apps.jobs.serializers import JobSerializer
 
 pytestmark = pytest.mark.django_db
 

@@ -34,7 +34,8 @@ from apps.jobs.api import JobFilter, runs_payload, validate_preview
 from apps.jobs.windowing import job_next_runs
 from apps.jobs.models import Job, JobDependency
 from apps.jobs.scheduling import job_schedule
-from apps.jobs.serializers import NO_SCHEDULE_DESCRIPTION, JobSerializer, SchedulePreviewSerializer
+from apps.jobs.schedule_serializers import NO_SCHEDULE_DESCRIPTION, SchedulePreviewSerializer
+from apps.jobs.serializers import JobSerializer
 from apps.jobs.services import create_job, delete_job, pause_job, resume_job, update_job
 from apps.jobs.validation import PlanLimit
 from apps.billing.models import Plan

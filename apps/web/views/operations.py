@@ -10,7 +10,7 @@ from apps.api.audit import audit
 from apps.api.errors import flatten
 from apps.executions.triggers import NotFinished, replay_all
 from apps.executions.models import Execution
-from apps.jobs.serializers import ImportCrontabSerializer, import_crontab
+from apps.jobs.crontab_import import ImportCrontabSerializer, import_crontab
 from cronsvc.ids import uuid_or_none
 
 from apps.api.access import Role, member_view
