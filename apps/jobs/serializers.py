@@ -222,6 +222,28 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
     def now(self):
         return self.context.get("now") or timezone.now()
 
+    def to_internal_value(self, data):
+        """An http job's ``request`` is required, and reported beside the other missing
+        fields (a script job has none, so the field itself cannot be required)."""
+        missing = self._request_missing(data)
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if missing and isinstance(exc.detail, dict):
+                exc.detail.setdefault("request", [missing])
+            raise
+        if missing:
+            raise serializers.ValidationError({"request": [missing]})
+        return value
+
+    def _request_missing(self, data):
+        if self.partial or not isinstance(data, dict) or "request" in data:
+            return None
+        kind = data.get("kind") or (self.instance.kind if self.instance else Job.Kind.HTTP)
+        if kind == Job.Kind.SCRIPT:
+            return None
+        return ErrorDetail(serializers.Field.default_error_messages["required"], code="required")
+
     def validate(self, attrs):
         project = attrs.get("project") or self.instance.project
         if attrs.get("timezone", "") is None:
