@@ -37,7 +37,7 @@ from apps.jobs.jobcount import job_count
 from apps.projects.api import ProjectSerializer
 from apps.projects.models import Project
 from apps.projects.services import create_project, delete_project, update_project
-from apps.projects.provisioning import create_api_key
+from apps.accounts.apikeys import create_api_key
 from cronsvc.delivery.signing import generate_secret
 from cronsvc.schedules.describe import format_duration
 
