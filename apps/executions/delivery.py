@@ -229,6 +229,8 @@ async def _send_async(mailbox, run, session, policy):
         if not isinstance(exc, Exception):
             raise
     else:
+        # aiohttp logs nothing per request (requests' urllib3 did): this is the send's line
+        log.debug("sent: %s, %.0f ms", result.status_code or result.error_kind, result.duration_ms)
         mailbox.put((run, result, None, timezone.now()))
     finally:
         watch.forget(run.execution.id)
