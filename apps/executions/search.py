@@ -121,11 +121,11 @@ def newest_window(found, history, *, cursor, needed, time_range=None):
     if position is not None:
         bound = {"scheduled_for__lt" if older else "scheduled_for__gt": position}
         found, history = found.filter(**bound), history.filter(**bound)
-    if start is not None and stop is not None and _at_most(_within(history, start, stop), SMALL_RANGE):
+    in_range = _within(history, start, stop)
+    if start is not None and stop is not None and _at_most(in_range, SMALL_RANGE):
         return found
-    near_end, far_end = (stop, start) if older else (start, stop)
-    anchor = _edge(history, newest=older, within=(near_end, far_end))  # the first run the page can read
-    last = _edge(history, newest=not older, within=(far_end, near_end))  # the last one
+    anchor = _edge(in_range, newest=older)  # the first run the page can read
+    last = _edge(in_range, newest=not older)  # the last one
     if anchor is None:
         return found
     step = -1 if older else 1
@@ -172,13 +172,8 @@ def _beyond(moment, older, *, include):
     return {f"scheduled_for__{'gt' if older else 'lt'}{'e' if include else ''}": moment}
 
 
-def _edge(history, newest, *, within):
-    """The newest (or oldest) scheduled_for of ``history`` within (near, far) bounds, either None."""
-    near, far = within
-    if near is not None:
-        history = history.filter(**{"scheduled_for__lte" if newest else "scheduled_for__gte": near})
-    if far is not None:
-        history = history.filter(**{"scheduled_for__gte" if newest else "scheduled_for__lte": far})
+def _edge(history, newest):
+    """The newest (or oldest) scheduled_for of ``history``, or None."""
     ordering = "-scheduled_for" if newest else "scheduled_for"
     return history.order_by(ordering).values_list("scheduled_for", flat=True).first()
 

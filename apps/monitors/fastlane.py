@@ -27,6 +27,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import connection
 from django.utils.module_loading import import_string
 
+from apps.accounts.middleware import limits_refusal
 from apps.observability import metrics
 from apps.observability.middleware import REQUEST_ID_HEADER, SAFE_REQUEST_ID
 
@@ -74,15 +75,10 @@ def security_headers(secure):
 
 
 def within_limits(environ):
-    """Whether RequestLimitsMiddleware would let the request through."""
-    length = environ.get("CONTENT_LENGTH") or "0"
-    if not length.isdigit() or int(length) > settings.MAX_REQUEST_BODY_BYTES:
-        return False
+    """Whether RequestLimitsMiddleware would let the request through (it answers the rest)."""
     query = environ.get("QUERY_STRING", "")
-    if len(environ.get("PATH_INFO", "")) + len(query) + 1 > settings.MAX_URL_LENGTH:
-        return False
-    header_bytes = sum(len(k) + len(v) for k, v in environ.items() if k.startswith("HTTP_"))
-    return header_bytes <= settings.MAX_REQUEST_HEADER_BYTES
+    url_length = len(environ.get("PATH_INFO", "")) + (len(query) + 1 if query else 0)  # get_full_path's
+    return limits_refusal(environ, url_length) is None
 
 
 # A connection whose last ping statement worked this recently skips Django's health check

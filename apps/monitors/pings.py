@@ -135,7 +135,7 @@ def month_of(now):
     return now.date().replace(day=1)
 
 
-def find(ping_id, now=None):
+def find(ping_id):
     """The Target of a ping id, or None; kept in the process's cache of targets."""
     return _find({"ping_id": ping_id}, ping_id)
 

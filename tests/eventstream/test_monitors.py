@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 
 def ping_at(monitor, kind, now):
-    return pings.record(pings.find(monitor.ping_id, now), pings.PingInput(kind=kind), now)
+    return pings.record(pings.find(monitor.ping_id), pings.PingInput(kind=kind), now)
 
 
 def test_every_monitor_state_change_is_published_in_order(streams, tenant):

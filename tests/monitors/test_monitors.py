@@ -30,7 +30,7 @@ def channel(tenant):
 
 
 def ping_at(monitor, kind, now, **fields):
-    target = pings.find(monitor.ping_id, now)
+    target = pings.find(monitor.ping_id)
     return pings.record(target, pings.PingInput(kind=kind, **fields), now)
 
 
@@ -169,7 +169,7 @@ def test_ping_racing_the_down_decision_is_a_recovery(monitor, channel):
     # The ping read the monitor up; the scheduler turned it down before the ping's write:
     # the quick path (no state change expected) must notice and record the recovery.
     ping_at(monitor, "success", utc(2026, 12, 3, 10, 0))
-    stale = pings.find(monitor.ping_id, utc(2026, 12, 3, 11, 15))
+    stale = pings.find(monitor.ping_id)
     assert stale.state == "up"
     assert clock.check_monitors(utc(2026, 12, 3, 11, 10)) == (0, 1)
     result = pings.record(stale, pings.PingInput(kind="success"), utc(2026, 12, 3, 11, 15))
