@@ -4,6 +4,7 @@ the machine's shared services."""
 
 import glob
 import os
+import random
 import shutil
 import signal
 import socket
@@ -14,9 +15,27 @@ from pathlib import Path
 
 
 def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A free port below the kernel's ephemeral range. The services here are restarted on
+    the same port, and while one is down an ephemeral port may become some connection's
+    source port (a RabbitMQ node then failed to come back: eaddrinuse)."""
+    low = _ephemeral_low()
+    rng = random.SystemRandom()
+    for _ in range(500):
+        port = rng.randrange(10_000, low) if low > 11_000 else 0
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise RuntimeError("no free port below the ephemeral range")
+
+
+def _ephemeral_low():
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 def _wait_port(port, timeout, what):
