@@ -24,6 +24,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -126,17 +127,21 @@ def _one_run(world, port, backlog, args, meter):
                    scheduled_for=start + timedelta(seconds=i), published_at=timezone.now())
          for i in range(max(1, backlog))), batch_size=5000)
     publishing.publish({f"{PLAN_QUEUE}--low": [row.id for row in rows]})
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "SWEEPER_REPUBLISH_AFTER": str(args.republish_after)}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "SWEEPER_REPUBLISH_AFTER": str(args.republish_after),
+           # The Procfile's line names `celery`: the virtualenv's, as honcho run from it would find.
+           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     nice = f"nice -n {args.worker_nice} " if args.worker_nice else ""
+    logs = {name: tempfile.NamedTemporaryFile(prefix=f"bench-priority-{name}-", suffix=".log", delete=False)
+            for name in ("worker", "scheduler")}
     worker = subprocess.Popen(["sh", "-c", f"exec {nice}" + _procfile("worker_enterprise")], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                              stdout=logs["worker"], stderr=subprocess.STDOUT, start_new_session=True)
     scheduler = subprocess.Popen([sys.executable, "manage.py", "run_scheduler", "--max-sleep", "0.2"], cwd=ROOT,
-                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                                 env=env, stdout=logs["scheduler"], stderr=subprocess.STDOUT, start_new_session=True)
     try:
         ready_by = time.monotonic() + 120
         while not Execution.objects.filter(job__in=low_jobs, started_at__isnull=False).exists():
             if time.monotonic() > ready_by:
-                raise SystemExit("the worker took no run in 120 s")
+                raise SystemExit("the worker took no run in 120 s; logs: " + ", ".join(f.name for f in logs.values()))
             time.sleep(0.2)
         time.sleep(1)  # the scheduler is up too (it started first)
         first_due = timezone.now() + timedelta(seconds=2)

@@ -98,7 +98,7 @@ def test_duplicate_messages_run_once_on_a_real_worker(tmp_path, make_tenant, mak
 def test_worker_stops_cleanly_on_sigterm(tmp_path, make_tenant, live_broker):
     tenant = make_tenant()
     worker = start_worker(tmp_path, [live_broker.private_queue(tenant)], **FAST, **live_broker.env)
-    wait_for(lambda: "ready" in worker.output(), timeout=30, message="the worker to start")
+    worker.wait_ready()
     os.killpg(worker.popen.pid, signal.SIGTERM)
     assert worker.popen.wait(30) == 0
     worker.stop()
@@ -140,7 +140,7 @@ def test_sigterm_mid_request_finishes_and_records_the_run(tmp_path, make_tenant,
     worker = start_worker(tmp_path, [queue], name="terminated", DELIVERY_HANDOFF_SECONDS=handoff, **FAST,
                           **live_broker.env)
     try:
-        wait_for(lambda: "ready" in worker.output(), timeout=30, message="the worker to start")
+        worker.wait_ready()
         execution = trigger_now(job)
         wait_for(lambda: target.requests_to("/slow"), timeout=30, message="the request to arrive")
         if handoff < 1:

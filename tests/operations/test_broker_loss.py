@@ -33,7 +33,7 @@ def test_a_worker_survives_a_redis_restart_with_runs_in_flight(tmp_path, make_te
     worker = start_worker(tmp_path, [queue], name="broker-loss", **env)
     scheduler = None
     try:
-        wait_for(lambda: "ready" in worker.output(), timeout=60, message="the worker to start")
+        worker.wait_ready()
         sender = Celery(broker=redis.url)
         for execution_id in ids:  # one message each: three unacknowledged at once
             sender.send_task(RUN_TASK, args=[[str(execution_id)]], queue=queue)

@@ -39,7 +39,7 @@ def test_worker_sigterm_mid_request_finishes_and_records_the_run(tmp_path, make_
     queue = use_private_queue(tenant)
     job = make_job(tenant, url=target.url("/slow?seconds=4"), timeout_seconds=10)
     worker = start_worker(tmp_path, [queue], DELIVERY_HANDOFF_SECONDS=handoff, **FAST)
-    wait_for(lambda: "ready" in worker.output(), timeout=60, message="the worker to start")
+    worker.wait_ready()
     execution = trigger_now(job)
     wait_for(lambda: target.requests_to("/slow"), timeout=30, message="the request to arrive")
     sigterm(worker)  # warm shutdown while the endpoint is still answering

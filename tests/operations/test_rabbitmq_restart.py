@@ -59,7 +59,7 @@ def test_every_run_completes_once_across_a_rabbitmq_restart(tmp_path, rabbitmq, 
     worker = start_worker(tmp_path, [queue], concurrency=2, **env)
     scheduler = None
     try:
-        wait_for(lambda: "ready" in worker.output(), timeout=60, message="the worker to start")
+        worker.wait_ready()
         Execution.objects.filter(id__in=ids).update(published_at=timezone.now())  # as the scheduler marks them
         with publishing_to(rabbitmq.url):
             sent = sum(publishing.publish({queue: [run]}) for run in ids)  # a message each

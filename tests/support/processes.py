@@ -53,6 +53,13 @@ class Process:
     def output(self):
         return self.log_path.read_text(errors="replace")
 
+    def wait_ready(self, timeout=60):
+        """Until Celery's "ready" line; a timeout shows the log's end (why it did not start)."""
+        try:
+            wait_for(lambda: "ready" in self.output(), timeout=timeout, message=f"{self.log_path.stem} to start")
+        except AssertionError as error:
+            raise AssertionError(f"{error}; its log ends:\n{self.output()[-3000:]}") from None
+
 
 def start_scheduler(tmp_path, name="scheduler", **env):
     args = [sys.executable, "manage.py", "run_scheduler", "--max-sleep", "0.2"]
