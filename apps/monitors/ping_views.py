@@ -15,7 +15,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from apps.web import ratelimit
+from apps.api import ratelimit
 
 from . import pings
 from .models import BODY_LIMIT

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.api.audit import audit
 from apps.billing.limits import PlanLimit
 from apps.api.access import Role, member_view, require_role
-from apps.web.views.jobs import TIMEZONES, serializer_context
+from apps.api.pages import TIMEZONES, serializer_context
 from cronsvc.ids import uuid_or_none
 
 from . import forms, services

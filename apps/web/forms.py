@@ -6,9 +6,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 
+from apps.api import ratelimit
 from apps.api.audit import client_ip
-
-from . import ratelimit
 
 User = get_user_model()
 

@@ -190,7 +190,7 @@ def test_steady_pings_count_in_usage(monitor, tenant):
 
 
 def test_pings_per_minute_limit(monitor, tenant):
-    from apps.web import ratelimit
+    from apps.api import ratelimit
 
     plan = tenant.organization.plan
     plan.monitor_pings_per_minute = 2

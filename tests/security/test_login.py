@@ -6,7 +6,7 @@ import itertools
 import pytest
 from django.test import Client
 
-from apps.web import ratelimit
+from apps.api import ratelimit
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "correct horse battery"

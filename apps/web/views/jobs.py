@@ -9,7 +9,7 @@ import copy
 import dataclasses
 import time
 from functools import partial
-from zoneinfo import ZoneInfo, available_timezones
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib import messages
@@ -51,15 +51,14 @@ from cronsvc.schedules.describe import format_duration
 from apps.badges.api import badge_url
 from apps.badges.models import Badge
 
-from .. import health, ratelimit, stats
+from .. import health, stats
+from apps.api import ratelimit
 from apps.api.access import Role, member_view, require_role
+from apps.api.pages import TIMEZONES, serializer_context
 
 DASHBOARD_PAGE_SIZE = 100
 HISTORY_PAGE_SIZE = 20
 TEST_RUN_MAX_TIMEOUT = 30.0
-TIMEZONES = sorted(available_timezones() - {"localtime", "Factory"})
-
-
 def scoped_jobs(actor):
     """The jobs this actor reaches, as the API's JobViewSet.get_queryset."""
     jobs = Job.objects.for_organization(actor.organization).select_related("project", "organization__plan")
@@ -69,10 +68,6 @@ def scoped_jobs(actor):
 def get_job(request, pk):
     """The job, or 404 when it is not the actor's (whatever their role: ids leak nothing)."""
     return get_object_or_404(scoped_jobs(request.actor), pk=pk)
-
-
-def serializer_context(request):
-    return {"actor": request.actor, "request": request, "version_source": "page"}
 
 
 def is_htmx(request):

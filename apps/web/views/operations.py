@@ -14,7 +14,7 @@ from apps.jobs.crontab_import import ImportCrontabSerializer, import_crontab
 from cronsvc.ids import uuid_or_none
 
 from apps.api.access import Role, member_view
-from .jobs import serializer_context
+from apps.api.pages import serializer_context
 
 PAGE_SIZE = 50
 

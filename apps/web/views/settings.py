@@ -42,8 +42,8 @@ from cronsvc.delivery.signing import generate_secret
 from cronsvc.schedules.describe import format_duration
 
 from apps.api.access import SESSION_KEY, Role, member_view, membership_for, require_role
+from apps.api.pages import TIMEZONES, serializer_context
 from .auth import send_invitation
-from .jobs import TIMEZONES, serializer_context
 
 
 def _errors(serializer):

@@ -20,7 +20,7 @@ from apps.accounts.models import OrganizationSSO
 from apps.accounts.services import record_audit
 from cronsvc.oidc import parse_domains
 
-from .. import ratelimit
+from apps.api import ratelimit
 from apps.api.access import SESSION_KEY, Role, member_view
 from .auth import BACKEND
 

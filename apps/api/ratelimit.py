@@ -1,5 +1,8 @@
 """Counters in fixed time windows, in the "web" cache (Redis when REDIS_URL is set, so
 every web process shares them; process memory in the embedded mode's single web process).
+
+The pages count log-ins, SSO starts and test runs here, the monitors' ping fast lane
+every ping: so it sits in apps.api, below both.
 """
 
 import time
