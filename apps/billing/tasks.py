@@ -5,6 +5,8 @@ import logging
 from celery import shared_task
 from django.utils import timezone
 
+from .hooks import retention_purges
+
 log = logging.getLogger(__name__)
 
 ROLL_UP_TASK = "apps.billing.tasks.roll_up_recent"
@@ -24,10 +26,10 @@ def roll_up_recent():
 
 @shared_task(name=PURGE_TASK, ignore_result=True)
 def purge_expired():
-    """Delete executions and monitor pings past each organization's retention, and what
-    deleted jobs left (a purge task lost with its broker), in bounded batches."""
+    """Delete executions past each organization's retention, what deleted jobs left (a purge
+    task lost with its broker) and what the registered purges delete past the same retention
+    (monitor pings, apps/billing/hooks.py), in bounded batches."""
     from apps.executions.purging import purge_deleted_jobs
-    from apps.monitors.retention import purge_pings
 
     from .retention import purge_expired as run
 
@@ -38,8 +40,8 @@ def purge_expired():
              report.archive_failures)
     left = purge_deleted_jobs(now=timezone.now())
     log.info("deleted jobs' purge: %d executions in %d batches", left.executions, left.batches)
-    pings = purge_pings(now=timezone.now())
-    log.info("retention purge: %d monitor pings", pings)
+    for what, purge in retention_purges():
+        log.info("retention purge: %d %s", purge(now=timezone.now()), what)
     return report.executions + left.executions
 
 

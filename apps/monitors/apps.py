@@ -13,3 +13,10 @@ class MonitorsConfig(AppConfig):
         from .clock import check_monitors
 
         on_tick(check_monitors)
+
+        # Billing's hourly retention purge deletes the pings past their plan's retention.
+        from apps.billing.hooks import on_retention_purge
+
+        from .retention import purge_pings
+
+        on_retention_purge("monitor pings", purge_pings)
