@@ -14,6 +14,16 @@ class BillingConfig(AppConfig):
 
         on_outcomes(meter_outcomes)
 
+        # A worker skips the runs past a blocking plan's monthly quota; the run statistics
+        # read the daily roll-ups.
+        from apps.executions.hooks import on_day_stats, on_quota
+
+        from . import quota
+        from .models import JobDayStats
+
+        on_quota(quota.over_quota, quota.SKIP_REASON)
+        on_day_stats(JobDayStats)
+
         # A plan changed through accounts (admin, services) re-applies the plan's limits.
         from apps.accounts.hooks import on_plan_change
 

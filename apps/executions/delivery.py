@@ -48,11 +48,9 @@ from cronsvc.delivery.request import PreparedDelivery, RequestSpec, prepare, sta
 from cronsvc.delivery.retry import RetryPolicy, next_delay, parse_retry_after, should_retry
 from cronsvc.delivery.template import UpstreamResult, WorkflowVariables, upstream_key
 
-from apps.billing import quota
-from apps.observability.logconfig import EXECUTION_ID
-
-from . import events, recording, scripts
+from . import events, hooks, recording, scripts
 from .cancel_watch import cancel_watch
+from .logcontext import EXECUTION_ID
 from .models import Execution
 from .outbound import guards, http_session, outbound_policy, wall_clock
 
@@ -445,10 +443,11 @@ def _within_host_rate(runs, shared, now):
 
 
 def _within_quota(runs, now):
-    refused = quota.over_quota([(run.execution.organization_id, run.plan) for run in runs], now)
+    over_quota, skip_reason = hooks.quota()  # billing's
+    refused = over_quota([(run.execution.organization_id, run.plan) for run in runs], now)
     for run, skip in zip(runs, refused):
         if skip:
-            recording.skip_running(run.execution, quota.SKIP_REASON, now)
+            recording.skip_running(run.execution, skip_reason, now)
     return [run for run, skip in zip(runs, refused) if not skip]
 
 

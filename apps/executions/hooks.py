@@ -11,11 +11,16 @@ A hook is called with a list of ``Outcome`` (possibly many, when a worker record
 after the executions and the jobs' health have been updated, inside the transaction. It
 must not call the network: anything that leaves the process goes through an outbox row
 that a task sends after commit.
+
+The same way, the apps above executions lend it what it needs of them without being
+imported: billing the monthly quota a worker checks and the daily roll-ups the statistics
+read; observability the scheduler's metrics and heartbeat.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -85,3 +90,87 @@ def run_tick_hooks(now):
     """Call every tick hook in registration order; each manages its own transactions."""
     for hook in list(_tick_hooks):
         hook(now)
+
+
+# --- a worker's admission: the monthly quota (billing)
+
+_quota = []
+
+
+def on_quota(check, skip_reason):
+    """Register ``check(items, now)``: items are [(organization id, plan)], the answer one
+    bool per item, True for a run to skip (recorded with ``skip_reason``). Called once per
+    worker chunk. One check: registering another replaces it."""
+    _quota[:] = [(check, skip_reason)]
+    return check
+
+
+def quota():
+    """(check, skip_reason) as registered."""
+    if not _quota:
+        raise RuntimeError("No quota check registered: apps.billing must be installed")
+    return _quota[0]
+
+
+# --- the daily roll-ups the run statistics read (billing)
+
+_day_stats = []
+
+
+def on_day_stats(model):
+    """Register the model of the runs' daily roll-ups (billing's JobDayStats: one row per
+    job and UTC day, with ``organization``, ``job``, ``day``, the counts and percentiles).
+    One model: registering another replaces it."""
+    _day_stats[:] = [model]
+    return model
+
+
+def day_stats_model():
+    if not _day_stats:
+        raise RuntimeError("No day-stats model registered: apps.billing must be installed")
+    return _day_stats[0]
+
+
+# --- what a scheduler process reports (observability)
+
+
+def _ignore(*args):
+    return None
+
+
+class _NoBeat:
+    def __init__(self, kind):
+        self.kind = kind
+
+    def beat(self, now=None, *, force=False):
+        return False
+
+    def stop(self):
+        return None
+
+
+@dataclass(frozen=True)
+class SchedulerReport:
+    """What a scheduler tells the operators, as plain callables the loop takes once, when
+    it starts (nothing looked up per tick). The defaults tell nobody; observability
+    registers its metrics and heartbeat."""
+
+    dispatched: Callable = _ignore  # (lags in seconds, ids published): one tick's dispatch
+    retries_published: Callable = _ignore  # (count)
+    swept: Callable = _ignore  # (leases recovered, lost messages republished)
+    backlog: Callable = _ignore  # (jobs due over a second and not claimed yet)
+    exited: Callable = _ignore  # (): the process stops
+    heartbeat: Callable = _NoBeat  # (kind) -> an object with beat() and stop()
+
+
+_scheduler_report = [SchedulerReport()]
+
+
+def on_scheduler_report(report):
+    """Register the SchedulerReport. One report: registering another replaces it."""
+    _scheduler_report[:] = [report]
+    return report
+
+
+def scheduler_report():
+    return _scheduler_report[0]

@@ -15,8 +15,6 @@ from django.utils import timezone
 
 from apps.eventstream import relay
 from apps.jobs.models import Job
-from apps.observability import metrics
-from apps.observability.heartbeats import Beat
 
 from . import broker_queues, hooks, publishing, sweeper
 from .overload import OverloadGate
@@ -42,7 +40,8 @@ class SchedulerLoop:
         self.sweep_interval = settings.SWEEPER_INTERVAL if sweep_interval is None else sweep_interval
         self.clock = clock
         self.state = LoopState()
-        self.heartbeat = Beat("scheduler")
+        self.report = hooks.scheduler_report()  # observability's metrics and heartbeat
+        self.heartbeat = self.report.heartbeat("scheduler")
         self.overload = OverloadGate()
 
     def install_signal_handlers(self):
@@ -108,7 +107,7 @@ class SchedulerLoop:
         sent_at = self.clock()
         lags = sorted((sent_at - due_at).total_seconds() for _, _, due_at in result.to_publish)
         lag_p50 = statistics.median(lags) if lags else 0.0
-        metrics.record_dispatch(lags, published)
+        self.report.dispatched(lags, published)
         log.info(
             "scheduler tick: claimed=%d created=%d skipped=%d expired=%d deferred=%d published=%d lag_p50=%.3fs "
             "lag_max=%.3fs", result.claimed, result.created, result.skipped, result.expired, result.deferred, published,
@@ -120,7 +119,7 @@ class SchedulerLoop:
         rows = sweeper.due_retries(now, held_queues=held)
         if rows:
             publishing.publish(publishing.group_by_queue(rows))
-            metrics.RETRIES_PUBLISHED.inc(len(rows))
+            self.report.retries_published(len(rows))
 
     def _maybe_sweep(self):
         if time.monotonic() - self.state.last_sweep < self.sweep_interval:
@@ -131,12 +130,12 @@ class SchedulerLoop:
         lost = sweeper.stale(now, republish_after=settings.SWEEPER_REPUBLISH_AFTER,
                              idle_queues=self._idle_queues(), idle_after=settings.SWEEPER_REPUBLISH_IDLE_AFTER)
         rows = recovered + lost
-        metrics.record_sweep(len(recovered), len(lost))
+        self.report.swept(len(recovered), len(lost))
         if rows:
             published = publishing.publish(publishing.group_by_queue(rows))
             log.info("sweeper: recovered=%d republished=%d sent=%d", len(recovered), len(lost), published)
         backlog = self.backlog(now)
-        metrics.BACKLOG.set(backlog)
+        self.report.backlog(backlog)
         if backlog:
             log.warning("scheduler backlog: %d jobs due more than a second ago are not claimed yet", backlog)
 
@@ -158,7 +157,7 @@ class SchedulerLoop:
         return overdue.values("id")[:cap].count()
 
     def _stop_heartbeat(self):
-        metrics.process_exited()
+        self.report.exited()
         try:
             self.heartbeat.stop()
         except (OperationalError, InterfaceError, DatabaseError):

@@ -1,7 +1,8 @@
 """Run statistics of a job or an organization: what the stats API and the job page show.
 
-Two sources: the daily roll-ups (billing.JobDayStats, final for days before yesterday, and
-kept after the retention purge) and the raw Execution rows for the rest of the window.
+Two sources: the daily roll-ups (billing.JobDayStats, which billing registers as a hook:
+final for days before yesterday, and kept after the retention purge) and the raw Execution
+rows for the rest of the window.
 Raw rows are aggregated in the database (PostgreSQL's percentile_disc), over a range of
 ``scheduled_for`` that the (job|organization, -scheduled_for) indexes serve.
 
@@ -15,9 +16,9 @@ from datetime import datetime, time, timedelta, timezone as dt_timezone
 from django.db import connection
 from django.db.models import Aggregate, Count, DurationField, ExpressionWrapper, F, FloatField, Max, Q
 
-from apps.billing.models import JobDayStats
 from cronsvc import statuses
 
+from . import hooks
 from .models import Attempt, Execution
 
 UTC = dt_timezone.utc
@@ -75,7 +76,7 @@ def _executions(organization, job, project_ids):
 
 
 def _rollups(organization, job, project_ids):
-    rows = JobDayStats.objects.filter(organization=organization)
+    rows = hooks.day_stats_model().objects.filter(organization=organization)
     if job is not None:
         return rows.filter(job=job)
     return rows if project_ids is None else rows.filter(job__project_id__in=project_ids)

@@ -16,5 +16,17 @@ class ObservabilityConfig(AppConfig):
         from .outcomes import on_outcomes as count_outcomes
 
         on_outcomes(count_outcomes)
+
+        # The scheduler's metrics and heartbeat (taken once when its loop starts).
+        from apps.executions.hooks import SchedulerReport, on_scheduler_report
+
+        from . import metrics
+        from .heartbeats import Beat
+
+        on_scheduler_report(SchedulerReport(
+            dispatched=metrics.record_dispatch, retries_published=metrics.RETRIES_PUBLISHED.inc,
+            swept=metrics.record_sweep, backlog=metrics.BACKLOG.set, exited=metrics.process_exited,
+            heartbeat=Beat,
+        ))
         # The admin index links to the operators' dashboard.
         admin.site.index_template = "observability/admin_index.html"

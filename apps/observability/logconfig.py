@@ -2,20 +2,18 @@
 JSON object per line (LOG_FORMAT=json, server default) or as readable text (console,
 the default of embedded ``make run``).
 
-Correlation ids live in structlog's context variables: ``request_id`` (web, bound by
-RequestIdMiddleware) and ``execution_id`` (worker, EXECUTION_ID set for each run's request),
-and are merged into every record logged meanwhile, including plain ``logging`` calls.
+Correlation ids live in context variables: ``request_id`` (web, bound by
+RequestIdMiddleware in structlog's) and ``execution_id`` (worker: EXECUTION_ID, the
+executions app's own, apps/executions/logcontext.py, set for each run's request), and are
+merged into every record logged meanwhile, including plain ``logging`` calls.
 Imported by config/settings.py, so nothing here touches Django.
 """
 
-from contextvars import ContextVar
-
 import structlog
 
+from apps.executions.logcontext import EXECUTION_ID  # the run a worker thread is delivering
+
 FORMATS = ("json", "console")
-#: The run a worker thread is delivering. Set once per run on the delivery hot path, where
-#: a plain ContextVar.set (~0.1 µs) is much cheaper than structlog's bind (~3 µs).
-EXECUTION_ID = ContextVar("cronsvc_execution_id", default=None)
 
 
 def add_execution_id(logger, method_name, event_dict):
