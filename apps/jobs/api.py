@@ -1,4 +1,8 @@
-"""/api/v1/jobs/ and /api/v1/schedules/preview/."""
+"""/api/v1/jobs/ and /api/v1/schedules/preview/.
+
+A job's runs, trigger, statistics and badge (/api/v1/jobs/{id}/executions/, trigger/, stats/,
+badge/) are actions of the executions and badges apps, mixed into JobViewSet above this
+layer by apps.executions.job_api, which config/api_urls.py routes /api/v1/jobs/ to."""
 
 import json
 from zoneinfo import ZoneInfo
@@ -20,18 +24,9 @@ from apps.api.actor import Role
 from apps.api.base import ApiViewMixin
 from apps.api.errors import Conflict
 from apps.api.filters import FilterBackend, names_a_filter
-from apps.api.pagination import ExecutionCursorPagination
 from apps.api.params import query_flag
 from apps.api.representation import represent, represent_many
 from apps.accounts.api.serializers import EmptySerializer
-from apps.badges.api import BADGE_EXAMPLE, BadgeSerializer, badge_for
-from apps.badges.models import Badge
-from apps.executions.api import ExecutionFilter
-from apps.executions.models import Execution
-from apps.executions.serializers import ExecutionSerializer
-from apps.executions.stats_api import DESCRIPTION as STATS_DESCRIPTION, EXAMPLE as STATS_EXAMPLE, WINDOW
-from apps.executions.stats_api import StatsSerializer, stats_response, window_of
-from apps.executions.triggers import trigger_now
 from cronsvc.schedules import ScheduleError, describe, next_runs, validate_schedule
 from cronsvc.schedules.parse import format_instant
 
@@ -177,20 +172,11 @@ def _job_of(actor, pk):
                     "(`dependents`), unless `?force=true`: they then lose this dependency."),
     resume=extend_schema(request=EmptySerializer, responses=JobSerializer,
                          description="Resume from now: runs missed while paused are not caught up."),
-    trigger=extend_schema(request=EmptySerializer, responses={202: ExecutionSerializer},
-                          description="Run the job now, outside its schedule."),
     next_runs=extend_schema(parameters=[NextRunsQuerySerializer], responses=RunsSerializer, description=(
         "The job's next runs. A job with schedule `{\"type\": \"none\"}` runs only after its upstream jobs: "
         "`runs` is empty and `description` says so. With execution windows, each run says what becomes of its "
         "occurrence: `status` `run`, `skipped` (reason `outside_window`; `at` is the occurrence) or `deferred` "
         "(`at` is when it really runs, the windows' next opening; `occurrence` the schedule's time).")),
-    executions=extend_schema(responses=ExecutionSerializer(many=True), filters=True),
-    stats=extend_schema(parameters=[WINDOW], responses=StatsSerializer, examples=[STATS_EXAMPLE],
-                        description=STATS_DESCRIPTION),
-    badge=extend_schema(request=None, responses={200: BadgeSerializer, 201: BadgeSerializer}, examples=[BADGE_EXAMPLE],
-                        description="GET: the job's status badge (404 `not_found` when it has none). POST: create it "
-                                    "(201), or return the existing one (200). The SVG at `url` is public and shows "
-                                    "only `cron: up|failing|paused`."),
     import_crontab=extend_schema(request=ImportCrontabSerializer, responses={200: ImportResultSerializer,
                                                                              201: ImportResultSerializer}),
 )
@@ -280,14 +266,6 @@ class JobViewSet(JobVersionActions, ApiViewMixin, viewsets.ModelViewSet):
             raise plan_limit_error(exc) from None
         return Response(JobSerializer(job, context=self.get_serializer_context()).data)
 
-    @action(detail=True, methods=["post"])
-    def trigger(self, request, pk=None):
-        job = self.get_object()
-        self._no_body()
-        execution = trigger_now(job)
-        self.audit("job.trigger", job, {"execution": str(execution.pk)})
-        return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)
-
     @action(detail=True, methods=["get"], url_path="next-runs", filter_backends=[], pagination_class=None)
     def next_runs(self, request, pk=None):
         job = self.get_object()
@@ -298,35 +276,6 @@ class JobViewSet(JobVersionActions, ApiViewMixin, viewsets.ModelViewSet):
         after = query.validated_data.get("after") or timezone.now()
         placed = job_next_runs(job, after, query.validated_data["count"])
         return Response(placed_runs_payload(job_schedule(job), placed))
-
-    @action(detail=True, methods=["get"], filter_backends=[FilterBackend],
-            filterset_class=ExecutionFilter, pagination_class=ExecutionCursorPagination,
-            queryset=Execution.objects.none())  # tells the schema what the filters apply to
-    def executions(self, request, pk=None):
-        job = self.get_object()
-        executions = self.filter_queryset(Execution.objects.for_organization(self.actor.organization)
-                                          .filter(job=job))
-        page = self.paginate_queryset(executions)
-        return self.get_paginated_response(ExecutionSerializer(page, many=True).data)
-
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
-    def stats(self, request, pk=None):
-        job = self.get_object()
-        return stats_response(window_of(request), organization=self.actor.organization, job=job)
-
-    @action(detail=True, methods=["get", "post"], filter_backends=[], pagination_class=None)
-    def badge(self, request, pk=None):
-        job = self.get_object()
-        if request.method == "GET":
-            badge = Badge.objects.filter(job=job).first()
-            if badge is None:
-                raise NotFound("This job has no badge yet; POST to create it.")
-            return Response(BadgeSerializer(badge).data)
-        self._no_body()
-        badge, created = badge_for(job=job)
-        if created:
-            self.audit("badge.create", job, {"badge": badge.pk})
-        return Response(BadgeSerializer(badge).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @action(detail=False, methods=["post"], url_path="import-crontab", filter_backends=[], pagination_class=None)
     def import_crontab(self, request):
