@@ -30,3 +30,10 @@ class BillingConfig(AppConfig):
         from .plan_change import apply_plan
 
         on_plan_change(apply_plan)
+
+        # A job's validation (apps.jobs, below billing) checks the plan's limits.
+        from apps.jobs.hooks import on_plan_limits
+
+        from . import limits
+
+        on_plan_limits(limits)

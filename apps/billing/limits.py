@@ -7,18 +7,15 @@ returning the schedule error (or None), so billing needs no schedule math of its
 
 ``job_violations`` applies the same checks to an existing job (a plan downgrade pauses the
 jobs it finds). The maximum concurrency is enforced by the workers' semaphore, and the
-monthly quota by the workers' admission (apps.billing.quota).
+monthly quota by the workers' admission (apps.billing.quota). The jobs app, below billing,
+reaches these checks through the hook billing registers (apps.jobs.hooks.on_plan_limits).
 """
 
 from __future__ import annotations
 
+from apps.jobs.hooks import PlanLimit  # the refusal jobs catches, defined below billing
+
 from .models import Plan
-
-
-class PlanLimit(Exception):
-    def __init__(self, *, limit, field, message, plan=None, reason=None):
-        super().__init__(message)
-        self.limit, self.field, self.message, self.plan, self.reason = limit, field, message, plan, reason
 
 
 def cheapest_plan(allows):

@@ -21,9 +21,7 @@ from datetime import datetime, timezone
 from django.conf import settings
 from django.db.models import Min
 
-from apps.billing import limits
-from apps.billing.limits import PlanLimit  # noqa: F401 (the API and pages catch it from here)
-from apps.billing.models import Plan
+from apps.accounts.models import plan_model
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.guard import AddressPolicy, ForbiddenTarget, check_url_at_save, parse_networks, parse_ports
 from cronsvc.delivery.outcome import SuccessCriteria, parse_status_codes, validate_criteria
@@ -32,6 +30,7 @@ from cronsvc.schedules import ScheduleError, validate_schedule
 from cronsvc.schedules.describe import format_duration
 
 from . import jobcount
+from .hooks import PlanLimit, plan_limits  # noqa: F401 (PlanLimit: the API and pages catch it from here)
 from .models import Job
 from .scheduling import job_schedule
 
@@ -106,7 +105,7 @@ def far_below_job_quota(organization, plan):
 def check_job_quota(organization, plan, adding=1):
     """PlanLimit when ``adding`` more jobs would exceed the plan's max_jobs. Call it with
     the organization row locked (select_for_update) so concurrent creates cannot overshoot."""
-    limits.check_job_count(plan, jobcount.job_count(organization.pk), adding)
+    plan_limits().check_job_count(plan, jobcount.job_count(organization.pk), adding)
 
 
 def outbound_policy():
@@ -131,7 +130,7 @@ def request_spec(job):
 
 def platform_min_interval():
     """The smallest interval any plan allows: below it no upgrade helps."""
-    return Plan.objects.aggregate(floor=Min("min_interval_seconds"))["floor"] or 0
+    return plan_model().objects.aggregate(floor=Min("min_interval_seconds"))["floor"] or 0
 
 
 # --- the checks
@@ -256,7 +255,9 @@ def find_path(start, targets, edges):
 
 
 def _check_plan(job, plan, now, changed):
-    """The plan's limits, from apps.billing.limits (every limit is enforced there)."""
+    """The plan's limits, from apps.billing.limits (every limit is enforced there), which
+    billing registers (apps.jobs.hooks)."""
+    limits = plan_limits()
     if changed & SCHEDULE_FIELDS:
         limits.check_frequency(plan, too_frequent(job, now))
     if changed & REQUEST_FIELDS:
@@ -273,8 +274,8 @@ def plan_violations(job, plan, now):
         except ScheduleError:  # e.g. a finished one-off job: no frequency to judge
             return None
 
-    return limits.job_violations(plan, timeout_seconds=job.timeout_seconds, max_attempts=job.max_attempts,
-                                 too_frequent=frequency)
+    return plan_limits().job_violations(plan, timeout_seconds=job.timeout_seconds,
+                                        max_attempts=job.max_attempts, too_frequent=frequency)
 
 
 def check_resumable(job, plan, now):
