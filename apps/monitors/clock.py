@@ -13,20 +13,11 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 
+from . import queries
 from .changes import StateChange, record_state_changes
 from .models import Monitor
 
-M = Monitor._meta.db_table
 BATCH_SIZE = 500
-
-LATE_SQL = (f"UPDATE {M} SET state = 'late', state_changed_at = %(now)s, updated_at = %(now)s "
-            f"WHERE state = 'up' AND next_expected_at <= %(now)s AND deadline_at > %(now)s RETURNING id")
-DOWN_SQL = (
-    f"UPDATE {M} m SET state = 'down', state_changed_at = %(now)s, deadline_at = NULL, updated_at = %(now)s "
-    f"FROM (SELECT id, state FROM {M} WHERE state IN ('up', 'late') AND deadline_at <= %(now)s "
-    f"      ORDER BY deadline_at LIMIT %(n)s FOR UPDATE SKIP LOCKED) old "
-    f"WHERE m.id = old.id AND m.state IN ('up', 'late') AND m.deadline_at <= %(now)s RETURNING m.id, old.state"
-)
 DOWN_DETAIL = "No ping arrived within the grace period."
 
 
@@ -37,9 +28,7 @@ def check_monitors(now, batch_size=BATCH_SIZE):
 
 def mark_late(now):
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(LATE_SQL, {"now": now})
-            ids = [row[0] for row in cursor.fetchall()]
+        ids = queries.mark_late(now)
         record_state_changes([StateChange(pk, Monitor.State.UP, Monitor.State.LATE) for pk in ids], now)
     return len(ids)
 
@@ -55,9 +44,7 @@ def mark_down(now, batch_size=BATCH_SIZE):
 def _claim_down(now, batch_size):
     """(id, state before) of the overdue monitors turned down, in the caller's transaction."""
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(DOWN_SQL, {"now": now, "n": batch_size})
-            return cursor.fetchall()
+        return queries.mark_down(now, batch_size)
     # SQLite (the embedded mode): its transactions take the write lock as they begin, so the
     # rows read here are the rows changed; it has no FOR UPDATE, nor RETURNING from a join.
     claimed = list(Monitor.objects.filter(state__in=[Monitor.State.UP, Monitor.State.LATE], deadline_at__lte=now)

@@ -23,19 +23,10 @@ from django.utils import timezone
 
 from apps.accounts.models import Organization
 from apps.billing.models import UsageMonth
-from apps.sql.bulk import Unnest
+
+from . import queries
 
 USAGE_FLUSH_SECONDS = 1.0
-#: Pings to add per (organization, month), with the plan's quota for a new month's row.
-PINGS = Unnest([("organization_id", "uuid"), ("month", "date"), ("pings", "bigint"), ("quota", "bigint")],
-               alias="c", placeholder="%s")
-UPSERT_SQL = f"""
-INSERT INTO {UsageMonth._meta.db_table} AS u (organization_id, month, runs, pings, quota, updated_at)
-SELECT c.organization_id, c.month, 0, c.pings, c.quota, %s
-FROM {PINGS.source}
-JOIN {Organization._meta.db_table} o ON o.id = c.organization_id  -- an organization deleted meanwhile: dropped
-ON CONFLICT (organization_id, month) DO UPDATE SET pings = u.pings + EXCLUDED.pings, updated_at = EXCLUDED.updated_at
-"""
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -88,9 +79,7 @@ def _store(counts, quotas):
                                                           defaults={"quota": quotas.get(org, 0)})
                 UsageMonth.objects.filter(pk=row.pk).update(pings=F("pings") + counts[org, month], updated_at=now)
         return
-    with connection.cursor() as cursor:
-        cursor.execute(UPSERT_SQL, [now, *PINGS.params(
-            (org, month, counts[org, month], quotas.get(org, 0)) for org, month in keys)])
+    queries.add_pings(((org, month, counts[org, month], quotas.get(org, 0)) for org, month in keys), now)
 
 
 def forget():
