@@ -9,40 +9,38 @@ with the new plan (it reads jobs; accounts does not). Billing registers that fro
 
 from __future__ import annotations
 
-_plan_change = []
+from cronsvc.slot import Slot
+
+_plan_change = Slot("plan-change hook", "apps.billing")
 
 
 def on_plan_change(hook):
     """Register ``hook(organization, plan, *, now)``, called inside ``change_plan``'s
     transaction after the new plan is saved; it returns what the change did (billing's
     PlanChange). One hook: registering another replaces it. Usable as a decorator."""
-    _plan_change[:] = [hook]
-    return hook
+    return _plan_change.fill(hook)
 
 
 def run_plan_change(organization, plan, *, now=None):
-    if not _plan_change:
-        raise RuntimeError("No plan-change hook registered: apps.billing must be installed")
-    return _plan_change[0](organization, plan, now=now)
+    return _plan_change.get()(organization, plan, now=now)
 
 
 # --- telling an organization something (billing's quota warnings, ...)
 
-_notice = []
+_notice = Slot("organization notice hook", "apps.notifications")
 
 
 def on_organization_notice(hook):
     """Register ``hook(organization_id, kind, subject, text, data)``, which tells an
     organization something inside the caller's transaction (notifications registers its
     e-mails and channels). One hook: registering another replaces it."""
-    _notice[:] = [hook]
-    return hook
+    return _notice.fill(hook)
 
 
 def notify_organization(organization_id, kind, subject, text, data=None):
     """Tell the organization through the registered hook; False when none is registered
     (the caller then chooses its own way)."""
-    if not _notice:
+    if not _notice.filled:
         return False
-    _notice[0](organization_id, kind, subject, text, data)
+    _notice.get()(organization_id, kind, subject, text, data)
     return True

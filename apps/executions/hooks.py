@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from cronsvc.slot import Slot
+
 log = logging.getLogger(__name__)
 
 
@@ -94,41 +96,36 @@ def run_tick_hooks(now):
 
 # --- a worker's admission: the monthly quota (billing)
 
-_quota = []
+_quota = Slot("quota check", "apps.billing")
 
 
 def on_quota(check, skip_reason):
     """Register ``check(items, now)``: items are [(organization id, plan)], the answer one
     bool per item, True for a run to skip (recorded with ``skip_reason``). Called once per
     worker chunk. One check: registering another replaces it."""
-    _quota[:] = [(check, skip_reason)]
+    _quota.fill((check, skip_reason))
     return check
 
 
 def quota():
     """(check, skip_reason) as registered."""
-    if not _quota:
-        raise RuntimeError("No quota check registered: apps.billing must be installed")
-    return _quota[0]
+    return _quota.get()
 
 
 # --- the daily roll-ups the run statistics read (billing)
 
-_day_stats = []
+_day_stats = Slot("day-stats model", "apps.billing")
 
 
 def on_day_stats(model):
     """Register the model of the runs' daily roll-ups (billing's JobDayStats: one row per
     job and UTC day, with ``organization``, ``job``, ``day``, the counts and percentiles).
     One model: registering another replaces it."""
-    _day_stats[:] = [model]
-    return model
+    return _day_stats.fill(model)
 
 
 def day_stats_model():
-    if not _day_stats:
-        raise RuntimeError("No day-stats model registered: apps.billing must be installed")
-    return _day_stats[0]
+    return _day_stats.get()
 
 
 # --- what a scheduler process reports (observability)
@@ -163,14 +160,13 @@ class SchedulerReport:
     heartbeat: Callable = _NoBeat  # (kind) -> an object with beat() and stop()
 
 
-_scheduler_report = [SchedulerReport()]
+_scheduler_report = Slot("scheduler report", "apps.observability", default=SchedulerReport())
 
 
 def on_scheduler_report(report):
     """Register the SchedulerReport. One report: registering another replaces it."""
-    _scheduler_report[:] = [report]
-    return report
+    return _scheduler_report.fill(report)
 
 
 def scheduler_report():
-    return _scheduler_report[0]
+    return _scheduler_report.get()

@@ -13,6 +13,8 @@ apps.billing.limits raises this very class.
 
 from __future__ import annotations
 
+from cronsvc.slot import Slot
+
 
 class PlanLimit(Exception):
     def __init__(self, *, limit, field, message, plan=None, reason=None):
@@ -20,7 +22,7 @@ class PlanLimit(Exception):
         self.limit, self.field, self.message, self.plan, self.reason = limit, field, message, plan, reason
 
 
-_limits = []
+_limits = Slot("plan limits", "apps.billing")
 
 
 def on_plan_limits(limits):
@@ -30,11 +32,8 @@ def on_plan_limits(limits):
     raising PlanLimit) and ``job_violations(plan, *, timeout_seconds, max_attempts,
     too_frequent)`` (the PlanLimits a job's values break). One registration: another
     replaces it."""
-    _limits[:] = [limits]
-    return limits
+    return _limits.fill(limits)
 
 
 def plan_limits():
-    if not _limits:
-        raise RuntimeError("No plan limits registered: apps.billing must be installed")
-    return _limits[0]
+    return _limits.get()

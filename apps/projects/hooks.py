@@ -9,18 +9,17 @@ it: executions registers the deletion from its ``AppConfig.ready()`` with
 
 from __future__ import annotations
 
-_delete_jobs = []
+from cronsvc.slot import Slot
+
+_delete_jobs = Slot("job-deletion hook", "apps.executions")
 
 
 def on_delete_jobs(hook):
     """Register ``hook(jobs)``, which deletes ``jobs`` (an iterable of Job) inside the
     caller's transaction and their history after it. One hook: registering another replaces
     it. Usable as a decorator."""
-    _delete_jobs[:] = [hook]
-    return hook
+    return _delete_jobs.fill(hook)
 
 
 def delete_jobs(jobs):
-    if not _delete_jobs:
-        raise RuntimeError("No job-deletion hook registered: apps.executions must be installed")
-    return _delete_jobs[0](jobs)
+    return _delete_jobs.get()(jobs)
