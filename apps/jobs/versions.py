@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from cronsvc.delivery.masking import MASK
 
+from . import queries
 from .models import Job, JobDependency, JobVersion
 
 #: Job columns that are running state or bookkeeping, not the definition.
@@ -109,7 +110,9 @@ def record(job, before, dependencies, *, author, source, rollback_of=None, now=N
         changes = diff(before, after)
         if not changes:
             return None
-        number = _next_number(job)
+        # ``version + 1`` in the job's row, which stays locked until the change commits (a
+        # concurrent change waits and takes the number after).
+        number = queries.next_version_number(job.pk)
         if number == 2:
             _keep_baseline(job, before)
     job.version = number
@@ -123,16 +126,6 @@ def record(job, before, dependencies, *, author, source, rollback_of=None, now=N
 def _secrets(values):
     kept = {name: values[name] for name in SECRET_FIELDS if values.get(name)}
     return kept or None
-
-
-def _next_number(job):
-    """Number the next version: ``version + 1`` in the job's row, which stays locked until
-    the change commits (a concurrent change waits and takes the number after)."""
-    table = connection.ops.quote_name(Job._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET version = version + 1 WHERE id = %s RETURNING version",
-                       [Job._meta.pk.get_db_prep_value(job.pk, connection)])
-        return cursor.fetchone()[0]
 
 
 def _keep_baseline(job, before):

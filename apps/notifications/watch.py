@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import timedelta
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from cronsvc.notify.decide import reminder_due
 from cronsvc.statuses import FAILED
 
-from . import sending
+from . import queries, sending
 from .alerts import alert_rows, flags_of, listened_jobs
 from .dispatch import _enqueue, queue_notifications
-from .models import AlertState, Channel, Notification, NotificationRule, OutboxEvent, RunAlert
+from .models import AlertState, Channel, Notification, NotificationRule, OutboxEvent
 from .rules import rules_for
 
 # Late runs are looked for among runs scheduled this far back at most.
@@ -82,7 +82,7 @@ def late_and_long(now):
         for run in runs:
             found.append(("long_running", run, f"Running for {int((now - run.started_at).total_seconds())} s "
                                                f"(limit {seconds} s)."))
-    fresh = _first_time({(kind, run.id) for kind, run, _ in found})
+    fresh = queries.mark_run_alerts({(kind, run.id) for kind, run, _ in found})
     channels = _channels({jobs[run.job_id].project_id for _, run, _ in found})
     rows = []
     for kind, run, detail in found:
@@ -91,23 +91,6 @@ def late_and_long(now):
             rows += alert_rows(kind, job, run, channels.get(job.project_id, ()), detail=detail)
     queue_notifications(rows)
     return rows
-
-
-def _first_time(keys):
-    """Those (kind, execution_id) not alerted about before; marks them."""
-    if not keys:
-        return set()
-    table = connection.ops.quote_name(RunAlert._meta.db_table)
-    fresh = set()
-    with connection.cursor() as cursor:
-        for kind, execution_id in keys:
-            cursor.execute(f"INSERT INTO {table} (execution_id, kind, created_at) VALUES (%s, %s, %s) "
-                           "ON CONFLICT (execution_id, kind) DO NOTHING RETURNING id",
-                           [execution_id.hex if connection.vendor == "sqlite" else execution_id, kind,
-                            timezone.now()])
-            if cursor.fetchone():
-                fresh.add((kind, execution_id))
-    return fresh
 
 
 def _channels(project_ids):

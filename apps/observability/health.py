@@ -13,6 +13,8 @@ from django.db.migrations.recorder import MigrationRecorder
 from apps.executions.broker_queues import amqp_inspector, broker_client
 from config.brokers import broker_kind
 
+from . import queries
+
 log = logging.getLogger("cronsvc.health")
 
 BROKER_TIMEOUT = 0.25  # seconds: /readyz must answer well within a load balancer's probe
@@ -20,9 +22,7 @@ _migrations_applied = {"ok": False}
 
 
 def check_database():
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-        cursor.fetchone()
+    queries.select_one()
 
 
 def check_broker():

@@ -1,0 +1,141 @@
+"""The jobs app's hand-written SQL and the cursors that run it: the version number a change
+of a job takes (versions.py), each organization's job count read on every create and the
+triggers on the jobs table that keep it (jobcount.py, for PostgreSQL and the embedded
+mode's SQLite). The logic around them stays in those modules."""
+
+from django.db import connection, connections
+
+from apps.sql import rows
+
+from .models import Job, OrganizationJobCount
+
+_quote = connection.ops.quote_name
+J, C = Job._meta.db_table, OrganizationJobCount._meta.db_table
+
+# --- versions (apps.jobs.versions) -------------------------------------------------------
+
+NEXT_VERSION = f"UPDATE {_quote(J)} SET version = version + 1 WHERE id = %s RETURNING version"
+
+
+def next_version_number(job_id):
+    """``version + 1`` in the job's row, which stays locked until the caller's transaction
+    commits (a concurrent change waits and takes the number after)."""
+    with connection.cursor() as cursor:
+        cursor.execute(NEXT_VERSION, [Job._meta.pk.get_db_prep_value(job_id, connection)])
+        return cursor.fetchone()[0]
+
+
+# --- the job count (apps.jobs.jobcount) --------------------------------------------------
+
+COUNT_JOBS = "SELECT jobs FROM jobs_organizationjobcount WHERE organization_id = %s"
+
+
+def job_count(organization_id):
+    """How many jobs the organization has (0 before its first)."""
+    with rows.prepared_cursor() as cursor:  # read on every create: no ORM query building
+        cursor.execute(COUNT_JOBS, [rows.db_value(OrganizationJobCount, "organization", organization_id)])
+        row = cursor.fetchone()
+    return row[0] if row else 0
+
+
+CLEAR_COUNTS = f"DELETE FROM {C}"
+RECOUNT = (f"INSERT INTO {C} (organization_id, jobs) "
+           f"SELECT organization_id, COUNT(*) FROM {J} GROUP BY organization_id")
+
+# PostgreSQL: statement-level triggers over the transition tables, so a bulk insert or a
+# cascade delete of many jobs updates each organization's count once, not once per job.
+# (A moved job needs a row trigger: transition tables cannot go with a column list.)
+_POSTGRESQL = {
+    "always": [
+        """
+        CREATE OR REPLACE FUNCTION jobs_job_count_add() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO jobs_organizationjobcount (organization_id, jobs)
+            SELECT organization_id, COUNT(*) FROM added GROUP BY organization_id
+            ON CONFLICT (organization_id) DO UPDATE SET jobs = jobs_organizationjobcount.jobs + EXCLUDED.jobs;
+            RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE OR REPLACE FUNCTION jobs_job_count_remove() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE jobs_organizationjobcount AS counted SET jobs = counted.jobs - gone.jobs
+            FROM (SELECT organization_id, COUNT(*) AS jobs FROM removed GROUP BY organization_id) AS gone
+            WHERE counted.organization_id = gone.organization_id;
+            RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE OR REPLACE FUNCTION jobs_job_count_clear() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM jobs_organizationjobcount;
+            RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE OR REPLACE FUNCTION jobs_job_count_move() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE jobs_organizationjobcount SET jobs = jobs - 1 WHERE organization_id = OLD.organization_id;
+            INSERT INTO jobs_organizationjobcount (organization_id, jobs) VALUES (NEW.organization_id, 1)
+            ON CONFLICT (organization_id) DO UPDATE SET jobs = jobs_organizationjobcount.jobs + 1;
+            RETURN NULL;
+        END $$
+        """,
+    ],
+    "installed": "SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs_job'::regclass AND NOT tgisinternal",
+    "triggers": {
+        "jobs_job_count_insert": "CREATE TRIGGER jobs_job_count_insert AFTER INSERT ON jobs_job "
+                                 "REFERENCING NEW TABLE AS added FOR EACH STATEMENT "
+                                 "EXECUTE FUNCTION jobs_job_count_add()",
+        "jobs_job_count_delete": "CREATE TRIGGER jobs_job_count_delete AFTER DELETE ON jobs_job "
+                                 "REFERENCING OLD TABLE AS removed FOR EACH STATEMENT "
+                                 "EXECUTE FUNCTION jobs_job_count_remove()",
+        "jobs_job_count_move": "CREATE TRIGGER jobs_job_count_move AFTER UPDATE OF organization_id ON jobs_job "
+                               "FOR EACH ROW WHEN (OLD.organization_id IS DISTINCT FROM NEW.organization_id) "
+                               "EXECUTE FUNCTION jobs_job_count_move()",
+        # TRUNCATE fires no delete trigger.
+        "jobs_job_count_truncate": "CREATE TRIGGER jobs_job_count_truncate AFTER TRUNCATE ON jobs_job "
+                                   "FOR EACH STATEMENT EXECUTE FUNCTION jobs_job_count_clear()",
+    },
+}
+
+_SQLITE_ADD = ("INSERT INTO jobs_organizationjobcount (organization_id, jobs) VALUES (NEW.organization_id, 1) "
+               "ON CONFLICT (organization_id) DO UPDATE SET jobs = jobs + 1;")
+_SQLITE_REMOVE = "UPDATE jobs_organizationjobcount SET jobs = jobs - 1 WHERE organization_id = OLD.organization_id;"
+
+_SQLITE = {
+    "always": [],
+    "installed": "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'jobs_job'",
+    "triggers": {
+        "jobs_job_count_insert": f"CREATE TRIGGER jobs_job_count_insert AFTER INSERT ON jobs_job "
+                                 f"BEGIN {_SQLITE_ADD} END",
+        "jobs_job_count_delete": f"CREATE TRIGGER jobs_job_count_delete AFTER DELETE ON jobs_job "
+                                 f"BEGIN {_SQLITE_REMOVE} END",
+        "jobs_job_count_move": f"CREATE TRIGGER jobs_job_count_move AFTER UPDATE OF organization_id ON jobs_job "
+                               f"WHEN OLD.organization_id IS NOT NEW.organization_id "
+                               f"BEGIN {_SQLITE_REMOVE} {_SQLITE_ADD} END",
+    },
+}
+
+#: Per database vendor: the statements run on every install ("always"), the one listing the
+#: triggers in place ("installed") and each count trigger's CREATE ("triggers").
+COUNT_TRIGGERS = {"postgresql": _POSTGRESQL, "sqlite": _SQLITE}
+
+
+def install_count_triggers(using):
+    """Create whichever count triggers database ``using`` lacks (after the statements run
+    every time) and, when any was, take every count again from the jobs table; returns
+    their names. In one transaction the caller holds."""
+    statements = COUNT_TRIGGERS[connections[using].vendor]
+    with connections[using].cursor() as cursor:
+        for statement in statements["always"]:
+            cursor.execute(statement)
+        cursor.execute(statements["installed"])
+        installed = {name for (name,) in cursor.fetchall()}
+        missing = [name for name in statements["triggers"] if name not in installed]
+        for name in missing:
+            cursor.execute(statements["triggers"][name])
+        if missing:
+            cursor.execute(CLEAR_COUNTS)
+            cursor.execute(RECOUNT)
+    return missing
