@@ -17,8 +17,6 @@ from datetime import date, timezone
 from django.db import connection
 from django.db.models import F
 
-from apps.sql.bulk import binding_cursor
-
 from . import queries
 from .models import Plan, UsageDay, UsageMonth
 from .warnings import crossed_thresholds, warn_quota
@@ -80,16 +78,13 @@ def _key(item):
 def _pg_add_months(months):
     """Upsert the monthly counters; return [(organization id, month, runs, quota)] after."""
     keys = sorted(months, key=lambda k: (str(k[0]), k[1]))
-    with binding_cursor() as cursor:
-        cursor.execute(queries.ADD_MONTHS, queries.MONTHS.params((org, month, months[org, month]) for org, month in keys))
-        rows = cursor.fetchall()
+    rows = queries.add_months((org, month, months[org, month]) for org, month in keys)
     by_text = {str(k[0]): k[0] for k in keys}
     return [(by_text.get(str(org), org), month, runs, quota) for org, month, runs, quota in rows]
 
 
 def _pg_add_days(rows):
-    with binding_cursor() as cursor:
-        cursor.execute(queries.ADD_DAYS, queries.DAYS.params(rows))
+    queries.add_days(rows)
 
 
 # Embedded SQLite: one writer at a time, few runs; plain F() upserts are enough.

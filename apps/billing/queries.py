@@ -1,10 +1,18 @@
-"""The billing app's hand-written SQL (PostgreSQL): the usage counters' upserts, each over
-arrays built from one column list (apps.sql.bulk.Unnest)."""
+"""The billing app's hand-written SQL (PostgreSQL) and the cursors that run it: the usage
+counters' upserts (metering.py), each over arrays built from one column list
+(apps.sql.bulk.Unnest), and the day's figures of the roll-ups (rollups.py). The logic
+around them, and the ORM paths of the embedded mode's SQLite, stay in those modules."""
+
+from django.db import connection
 
 from apps.accounts.models import Organization
-from apps.sql.bulk import Unnest
+from apps.executions.models import Attempt, DeletedJob, Execution
+from apps.sql.bulk import Unnest, binding_cursor
+from cronsvc.statuses import FAILED
 
 from .models import Plan, UsageDay, UsageMonth
+
+# --- metering (apps.billing.metering) ----------------------------------------------------
 
 #: Runs to add per (organization, month).
 MONTHS = Unnest([("org", "uuid"), ("month", "date"), ("n", "bigint")], placeholder="%s")
@@ -30,3 +38,56 @@ ADD_DAYS = (
     "succeeded = u.succeeded + excluded.succeeded, failed = u.failed + excluded.failed, "
     "updated_at = excluded.updated_at"
 )
+
+
+def add_months(rows):
+    """Add each row's runs (organization id, month, n), in key order, to its UsageMonth in
+    one statement; returns (organization id, month, runs, quota) of each row after."""
+    with binding_cursor() as cursor:
+        cursor.execute(ADD_MONTHS, MONTHS.params(rows))
+        return cursor.fetchall()
+
+
+def add_days(rows):
+    """Add each row's (organization id, day, runs, succeeded, failed), in key order, to its
+    UsageDay in one statement."""
+    with binding_cursor() as cursor:
+        cursor.execute(ADD_DAYS, DAYS.params(rows))
+
+
+# --- roll-ups (apps.billing.rollups) -----------------------------------------------------
+
+E, A, G = Execution._meta.db_table, Attempt._meta.db_table, DeletedJob._meta.db_table
+_FAILED = ", ".join(f"'{status}'" for status in sorted(FAILED))
+# The runs of one organization's day (organization, start, end, organization): not those
+# of a deleted job still being purged, whose row is gone (apps.executions.purging).
+_OF_THE_DAY = ("e.organization_id = %s AND e.scheduled_for >= %s AND e.scheduled_for < %s AND e.job_id NOT IN "
+               f'(SELECT g.job_id FROM "{G}" g WHERE g.organization_id = %s)')
+#: Per job: runs, succeeded, failed, skipped, attempts, and the nearest-rank percentiles
+#: (percentile_disc) of durations and of the first attempt's lateness.
+DAY_FIGURES = (
+    f"SELECT e.job_id, count(*), count(*) FILTER (WHERE e.status = 'succeeded'), "
+    f"count(*) FILTER (WHERE e.status IN ({_FAILED})), count(*) FILTER (WHERE e.status = 'skipped'), "
+    f"coalesce(sum(e.attempt), 0), "
+    f"percentile_disc(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY e.duration_ms), "
+    f"percentile_disc(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP "
+    f"(ORDER BY trunc(extract(epoch FROM a.started_at - e.scheduled_for) * 1000)::bigint) "
+    f"FROM {E} e LEFT JOIN {A} a ON a.execution_id = e.id AND a.number = 1 "
+    f"WHERE {_OF_THE_DAY} GROUP BY e.job_id"
+)
+#: Per job and error kind: how many failed runs.
+DAY_ERRORS = (
+    f"SELECT e.job_id, e.error_kind, count(*) FROM {E} e "
+    f"WHERE {_OF_THE_DAY} AND e.status IN ({_FAILED}) AND e.error_kind <> '' GROUP BY 1, 2"
+)
+
+
+def day_figures(organization_id, start, end):
+    """The figures of the organization's runs scheduled in [start, end): (DAY_FIGURES'
+    rows, DAY_ERRORS' rows (job id, error kind, count)), two statements on one cursor."""
+    params = [organization_id, start, end, organization_id]
+    with connection.cursor() as cursor:
+        cursor.execute(DAY_FIGURES, params)
+        figures = cursor.fetchall()
+        cursor.execute(DAY_ERRORS, params)
+        return figures, cursor.fetchall()

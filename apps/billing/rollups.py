@@ -17,9 +17,10 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from django.db import connection, transaction
 
-from apps.executions.models import Attempt, DeletedJob, Execution
+from apps.executions.models import Attempt, Execution
 from cronsvc.statuses import FAILED
 
+from . import queries
 from .models import JobDayStats
 
 S = Execution.Status
@@ -59,29 +60,10 @@ def _pg_stats_rows(day, organization, now):
     """The day's figures computed in the database: counts with FILTER, nearest-rank
     percentiles with percentile_disc (the same values as ``percentile``)."""
     start, end = day_bounds(day)
-    executions, attempts = Execution._meta.db_table, Attempt._meta.db_table
-    # Not the runs of a deleted job still being purged: the job's row is gone (apps.executions.purging).
-    where = ("e.organization_id = %s AND e.scheduled_for >= %s AND e.scheduled_for < %s AND e.job_id NOT IN "
-             f'(SELECT g.job_id FROM "{DeletedJob._meta.db_table}" g WHERE g.organization_id = %s)')
-    params = [organization.pk, start, end, organization.pk]
-    failed = ", ".join(f"'{status}'" for status in sorted(FAILED))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT e.job_id, count(*), count(*) FILTER (WHERE e.status = 'succeeded'), "
-            f"count(*) FILTER (WHERE e.status IN ({failed})), count(*) FILTER (WHERE e.status = 'skipped'), "
-            f"coalesce(sum(e.attempt), 0), "
-            f"percentile_disc(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY e.duration_ms), "
-            f"percentile_disc(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP "
-            f"(ORDER BY trunc(extract(epoch FROM a.started_at - e.scheduled_for) * 1000)::bigint) "
-            f"FROM {executions} e LEFT JOIN {attempts} a ON a.execution_id = e.id AND a.number = 1 "
-            f"WHERE {where} GROUP BY e.job_id", params)
-        figures = cursor.fetchall()
-        cursor.execute(
-            f"SELECT e.job_id, e.error_kind, count(*) FROM {executions} e "
-            f"WHERE {where} AND e.status IN ({failed}) AND e.error_kind <> '' GROUP BY 1, 2", params)
-        errors = defaultdict(dict)
-        for job_id, kind, count in cursor.fetchall():
-            errors[job_id][kind] = count
+    figures, error_rows = queries.day_figures(organization.pk, start, end)
+    errors = defaultdict(dict)
+    for job_id, kind, count in error_rows:
+        errors[job_id][kind] = count
     return [
         JobDayStats(job_id=job_id, organization_id=organization.pk, day=day, runs=runs, succeeded=ok, failed=bad,
                     skipped=skipped, attempts=tries, **_percentiles("duration", durations),

@@ -28,6 +28,7 @@ from apps.executions.models import Execution
 from apps.executions.routing import queue_for
 from apps.jobs.models import Job, JobDependency
 
+from . import queries
 from .rules import FINAL, RUN, SKIP, WAIT, decide, reachable
 
 log = logging.getLogger(__name__)
@@ -52,14 +53,7 @@ def _having_downstream(job_ids):
     recording's own (binary array, psycopg directly), so a worker's per-group cost stays fixed."""
     if connection.vendor != "postgresql":
         return set(JobDependency.objects.filter(upstream_id__in=job_ids).values_list("upstream_id", flat=True))
-    import psycopg
-
-    connection.ensure_connection()
-    table = connection.ops.quote_name(JobDependency._meta.db_table)
-    with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(f"SELECT DISTINCT upstream_id FROM {table} WHERE upstream_id = ANY(%b::uuid[])",
-                       [list(job_ids)])
-        return {row[0] for row in cursor.fetchall()}
+    return queries.having_downstream(job_ids)
 
 
 def advance(execution_ids, *, now):
@@ -90,8 +84,7 @@ def _start_runs(execution_ids):
 def _lock(run_id):
     if connection.vendor != "postgresql":
         return  # SQLite serialises writers anyway
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"workflow-run:{run_id}"])
+    queries.lock_workflow_run(run_id)
 
 
 def _step(run_id, finished_jobs, now):
