@@ -4,8 +4,8 @@ Nothing is written unless an operator turned the stream on (EVENT_STREAM): with 
 hot paths run exactly the statements they ran before. The batch paths (the scheduler's
 insert of a tick's runs, the recording of a group of outcomes) write their entries in the
 same statement as the change, as a data-modifying CTE selecting from the rows the change
-returned (``COLUMNS`` and ``insert_sql``); the others call ``add`` with a few entries, one
-statement for all of them.
+returned (``insert_sql``); the others call ``add`` with a few entries, one statement for
+all of them. The statements are in queries.py.
 """
 
 from __future__ import annotations
@@ -16,20 +16,16 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import connection
 
-from apps.sql.bulk import Unnest, binding_cursor
-
+from . import queries
 from .models import OutboxEntry
+from .queries import insert_sql  # noqa: F401 (the batch paths' statements, apps.executions.queries, use it)
 
-TABLE = OutboxEntry._meta.db_table
 EXECUTION = OutboxEntry.Kind.EXECUTION.value
 MONITOR = OutboxEntry.Kind.MONITOR.value
 
-#: One state change: the outbox columns a writer sets (``detail`` a dict of extra facts).
-Entry = namedtuple("Entry", ["kind", "status", "previous", "organization_id", "project_id", "subject_id",
-                             "execution_id", "attempt", "reason", "detail", "occurred_at"])
-COLUMNS = ", ".join(Entry._fields)
-_ENTRIES = Unnest(zip(Entry._fields, ("text", "text", "text", "uuid", "uuid", "uuid", "uuid", "integer", "text",
-                                      "jsonb", "timestamptz"), strict=True))
+#: One state change: the outbox columns a writer sets (queries.ENTRY_COLUMNS; ``detail`` a
+#: dict of extra facts).
+Entry = namedtuple("Entry", [name for name, _ in queries.ENTRY_COLUMNS])
 
 
 def enabled():
@@ -46,11 +42,6 @@ def utc_sql(expression):
     return f"to_char({expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
 
-def insert_sql(select):
-    """``INSERT INTO <outbox> (<columns>) <select>``: ``select`` yields the Entry columns in order."""
-    return f"INSERT INTO {TABLE} ({COLUMNS}) {select}"
-
-
 def add(entries):
     """Write ``entries`` (Entry) in one statement, in the caller's transaction."""
     entries = list(entries)
@@ -60,11 +51,7 @@ def add(entries):
     if connection.vendor != "postgresql":
         OutboxEntry.objects.bulk_create([OutboxEntry(**entry._asdict()) for entry in entries])
         return
-    from psycopg.types.json import Jsonb
-
-    with binding_cursor() as cursor:
-        cursor.execute(insert_sql(_ENTRIES.select),
-                       _ENTRIES.params(entry._replace(detail=Jsonb(entry.detail)) for entry in entries))
+    queries.insert_entries(entries)
 
 
 def _plain(detail):

@@ -29,7 +29,7 @@ import redis
 from django.conf import settings
 from django.db import connection, transaction
 
-from . import outbox
+from . import outbox, queries
 from .models import OutboxEntry, StreamCursor
 
 log = logging.getLogger("cronsvc.eventstream")
@@ -39,13 +39,6 @@ BATCH = 1000
 BUSY_BATCH = 100
 #: pg_try_advisory_lock key of the relay ("cronsvc events").
 LOCK_KEY = 0x63726F6E_65767473 & 0x7FFF_FFFF_FFFF_FFFF
-_OUTBOX = OutboxEntry._meta.db_table
-_NUMBER_SQL = (
-    f"UPDATE {_OUTBOX} SET stream_id = n.sid FROM ("
-    f"SELECT id, %s + row_number() OVER (ORDER BY id) AS sid FROM {_OUTBOX} "
-    "WHERE stream_id IS NULL ORDER BY id LIMIT %s) AS n "
-    f"WHERE {_OUTBOX}.id = n.id"
-)
 _client = {"pid": None, "redis": None}
 
 
@@ -85,24 +78,19 @@ class _relay_lock:
         self.postgres = connection.vendor == "postgresql"
         if not self.postgres:
             return True  # embedded mode (SQLite) runs one scheduler
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [LOCK_KEY])
-            self.held = cursor.fetchone()[0]
+        self.held = queries.try_advisory_lock(LOCK_KEY)
         return self.held
 
     def __exit__(self, *exc):
         if self.postgres and self.held and connection.is_usable():
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
+            queries.release_advisory_lock(LOCK_KEY)
 
 
 def _number(batch):
     with transaction.atomic():
         StreamCursor.objects.get_or_create(id=1)
         cursor = StreamCursor.objects.select_for_update().get(id=1)
-        with connection.cursor() as sql:
-            sql.execute(_NUMBER_SQL, [cursor.last_id, batch])
-            numbered = sql.rowcount
+        numbered = queries.number_entries(cursor.last_id, batch)
         if numbered:
             StreamCursor.objects.filter(id=1).update(last_id=cursor.last_id + numbered)
     return numbered
