@@ -3,8 +3,8 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from apps.accounts.api.gdpr_views import DataExportViewSet, OrganizationDeletionView
-from apps.accounts.api.views import ApiKeyViewSet, AuditEventViewSet, MemberViewSet
+from apps.api.accounts.gdpr_views import DataExportViewSet, OrganizationDeletionView
+from apps.api.accounts.views import ApiKeyViewSet, AuditEventViewSet, MemberViewSet
 from apps.archives.api import ArchiveViewSet
 from apps.billing.api import UsageView
 from apps.badges.api import BadgeViewSet

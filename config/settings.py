@@ -104,8 +104,8 @@ MIDDLEWARE = [
     "apps.observability.middleware.RequestMetricsMiddleware",
     "apps.observability.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "apps.accounts.middleware.RequestLimitsMiddleware",
-    "apps.accounts.middleware.ContentSecurityPolicyMiddleware",
+    "apps.api.middleware.RequestLimitsMiddleware",
+    "apps.api.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -278,7 +278,7 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 # The example's placeholder refused always; a weak key refused when served over https.
 check_secret_key(SECRET_KEY, production=SERVED_OVER_HTTPS)
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
-# Content-Security-Policy on our HTML pages (apps/accounts/middleware.py).
+# Content-Security-Policy on our HTML pages (apps/api/middleware.py).
 CSP_ENABLED = env_bool("CSP_ENABLED", True)
 # Abuse limits on every request (413/414/431 with a code) and on JSON bodies (400 json_too_deep).
 MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 1024 * 1024)

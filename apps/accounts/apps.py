@@ -12,19 +12,3 @@ class AccountsConfig(AppConfig):
         from apps.sql.pgtypes import use_native_timestamptz_loader
 
         connection_created.connect(use_native_timestamptz_loader, dispatch_uid="native_timestamptz_loader")
-        self._invalidate_key_cache()
-
-    @staticmethod
-    def _invalidate_key_cache():
-        """Changes that decide whether an API key may authenticate reach the key cache of
-        every web process (apps/accounts/keycache.py). Signals, not save() overrides: they
-        also fire for the admin's bulk deletes and for keys deleted with their organization."""
-        from django.db.models.signals import post_delete, post_save
-
-        from . import keycache
-
-        for signal in (post_save, post_delete):
-            signal.connect(keycache.key_saved, sender="accounts.ApiKey", dispatch_uid=f"keycache_key_{signal}")
-            signal.connect(keycache.plan_saved, sender="billing.Plan", dispatch_uid=f"keycache_plan_{signal}")
-        post_save.connect(keycache.organization_saved, sender="accounts.Organization",
-                          dispatch_uid="keycache_organization")

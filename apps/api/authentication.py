@@ -6,8 +6,8 @@ from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from apps.accounts import keycache
 from apps.accounts.models import ApiKey, Organization, plan_model
+from apps.api import keycache
 from apps.sql import rows
 from cronsvc.apikeys import secret_matches, split_key
 

@@ -78,6 +78,10 @@ class StrictSerializer(StrictFieldsMixin, serializers.Serializer):
         return copy_fields(self._declared_fields)
 
 
+class EmptySerializer(StrictSerializer):
+    """Actions that take no body still refuse unknown fields."""
+
+
 _field_prototypes = {}
 
 

@@ -92,7 +92,7 @@ def redis_client():
 
 
 # INCR + EXPIRE of the window's counter, then GET of each other key, in one call: the API
-# key cache (apps/accounts/keycache.py) checks its stamps in the call that counts the request.
+# key cache (apps/api/keycache.py) checks its stamps in the call that counts the request.
 _COUNT_AND_READ = """
 local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end

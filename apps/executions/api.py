@@ -10,11 +10,10 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from apps.api.base import ApiViewMixin
+from apps.api.base import ApiViewMixin, EmptySerializer
 from apps.api.errors import Conflict
 from apps.api.filters import FilterBackend, UtcDateTimeFromToRangeFilter
 from apps.api.pagination import ExecutionCursorPagination
-from apps.accounts.api.serializers import EmptySerializer
 
 from cronsvc.search_query import MAX_LENGTH as MAX_SEARCH_LENGTH, InvalidSearch, parse as parse_search
 

@@ -12,7 +12,7 @@ from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from apps.accounts.api.serializers import EmptySerializer
+from apps.api.base import EmptySerializer
 from apps.api.filters import FilterBackend
 from apps.api.pagination import ExecutionCursorPagination
 from apps.badges.api import JobBadgeActions

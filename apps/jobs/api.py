@@ -21,17 +21,16 @@ from rest_framework.response import Response
 from apps.sql import rows
 from apps.api import idempotency
 from apps.api.actor import Role
-from apps.api.base import ApiViewMixin
+from apps.api.base import ApiViewMixin, EmptySerializer
 from apps.api.errors import Conflict
 from apps.api.filters import FilterBackend, names_a_filter
 from apps.api.params import query_flag
 from apps.api.representation import represent, represent_many
-from apps.accounts.api.serializers import EmptySerializer
 from cronsvc.schedules import ScheduleError, describe, next_runs, validate_schedule
 from cronsvc.schedules.parse import format_instant
 
 from .health import STATUSES, health_filter
-from .jobcount import job_count
+from .queries import job_count
 from .models import Job, JobDependency
 from .scheduling import job_schedule
 from .crontab_import import ImportCrontabSerializer, ImportResultSerializer, import_crontab

@@ -8,7 +8,7 @@ from rest_framework.exceptions import ErrorDetail, NotFound, ValidationError
 from rest_framework.response import Response
 
 from apps.api.errors import Conflict
-from apps.accounts.api.serializers import EmptySerializer
+from apps.api.base import EmptySerializer
 
 from . import validation, versions
 from .models import JobVersion

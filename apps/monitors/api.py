@@ -10,10 +10,9 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from apps.api.base import ApiViewMixin
+from apps.api.base import ApiViewMixin, EmptySerializer
 from apps.api.filters import FilterBackend
 from apps.api.pagination import NewestFirstCursorPagination
-from apps.accounts.api.serializers import EmptySerializer
 from apps.billing.limits import PlanLimit
 from apps.jobs.serializers import plan_limit_error
 

@@ -27,7 +27,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import connection
 from django.utils.module_loading import import_string
 
-from apps.accounts.middleware import limits_refusal
+from apps.api.middleware import limits_refusal
 from apps.observability import metrics
 from apps.observability.middleware import REQUEST_ID_HEADER, SAFE_REQUEST_ID
 
@@ -39,7 +39,7 @@ MIDDLEWARE = [
     "apps.observability.middleware.RequestMetricsMiddleware",
     "apps.observability.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "apps.accounts.middleware.RequestLimitsMiddleware",
+    "apps.api.middleware.RequestLimitsMiddleware",
 ]
 ENDPOINT = "monitor-ping"  # the URLconf's name, the latency metric's label either way
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The API key cache (apps/accounts/keycache.py): a key this process has read costs no
+"""The API key cache (apps/api/keycache.py): a key this process has read costs no
 database query, and every change that decides whether it may authenticate is seen at once,
 by this process and (through the stamps in Redis) by every other one.
 
@@ -13,8 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.accounts import keycache, services
-from apps.api import throttling
+from apps.accounts import services
+from apps.api import keycache, throttling
 from apps.billing.models import Plan
 from tests.api.conftest import error_of, key_client
 
@@ -127,7 +127,7 @@ def test_redis_failure_on_a_hit_falls_back_to_the_database(tenant, api, monkeypa
     entry = _cached(api, tenant)
     services.revoke_api_key(tenant.api_key)
     _as_another_process(_lookup(tenant), entry)  # a process that cannot see the new stamps
-    monkeypatch.setattr("apps.accounts.keycache.count_and_read", _unavailable)
+    monkeypatch.setattr("apps.api.keycache.count_and_read", _unavailable)
     assert api.get("/api/v1/projects/").status_code == 401
 
 
@@ -135,7 +135,7 @@ def test_redis_failure_on_a_miss_reads_the_database(tenant, api, monkeypatch):
     class Down:
         mget = pipeline = staticmethod(_unavailable)
 
-    monkeypatch.setattr("apps.accounts.keycache.redis_client", lambda: Down())
+    monkeypatch.setattr("apps.api.keycache.redis_client", lambda: Down())
     assert api.get("/api/v1/projects/").status_code == 200
     assert _lookup(tenant) not in keycache._entries  # nothing remembered without its stamps
 

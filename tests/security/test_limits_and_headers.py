@@ -5,7 +5,7 @@ import json
 import pytest
 from django.test import Client
 
-from apps.accounts.middleware import csp_header
+from apps.api.middleware import csp_header
 from cronsvc.jsondepth import exceeds_depth
 from tests.api.conftest import job_body
 

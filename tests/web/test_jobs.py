@@ -332,7 +332,7 @@ def test_a_viewer_reads_but_cannot_change(tenant, web_client, make_job):
 
 
 def test_a_developer_limited_to_a_project_sees_only_it(tenant, web_client, make_job):
-    from apps.accounts.api.members import set_member_projects
+    from apps.api.accounts.members import set_member_projects
     from apps.accounts.models import Membership
 
     other = Project.objects.create(organization=tenant.organization, name="Other", slug="other")

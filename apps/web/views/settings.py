@@ -2,7 +2,7 @@
 plan and usage, and the organization switcher.
 
 Projects, members and API keys are validated by the REST API's serializers and changed
-by the same functions as the API (apps.accounts.api.members, provisioning.create_api_key,
+by the same functions as the API (apps.api.accounts.members, provisioning.create_api_key,
 services.revoke_api_key), with the same roles: owners and admins manage, only owners
 touch the owner role.
 """
@@ -22,18 +22,18 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import ValidationError
 
-from apps.accounts.api import members as member_rules
+from apps.api.accounts import members as member_rules
 from apps.api.audit import audit, client_ip
 from apps.api.errors import Conflict, flatten
 from apps.api.params import flag
-from apps.accounts.api.serializers import ApiKeySerializer, MemberInviteSerializer, MemberSerializer
+from apps.api.accounts.serializers import ApiKeySerializer, MemberInviteSerializer, MemberSerializer
 from apps.api.throttling import count_hit
 from apps.accounts import gdpr, otp_views
 from apps.accounts.models import ApiKey, DataExport, Membership
 from apps.accounts.services import revoke_api_key
 from apps.billing.views import usage_context
 from apps.jobs.forms import local_instant
-from apps.jobs.jobcount import job_count
+from apps.jobs.queries import job_count
 from apps.projects.api import ProjectSerializer
 from apps.projects.models import Project
 from apps.projects.services import create_project, delete_project, update_project

@@ -13,14 +13,14 @@ from apps.accounts.models import ApiKey, AuditEvent, Membership
 
 from . import members
 from apps.api.actor import Role
-from apps.api.base import ApiViewMixin
+from apps.api.base import ApiViewMixin, EmptySerializer
 from apps.api.filters import FilterBackend, UtcDateTimeFromToRangeFilter
 from apps.api.pagination import NewestFirstCursorPagination
-from .serializers import (
-    ApiKeySerializer, AuditEventSerializer, EmptySerializer, MemberInviteSerializer, MemberSerializer,
-    NewApiKeySerializer,
-)
 from apps.api.throttling import KeyCreationIPThrottle
+
+from .serializers import (
+    ApiKeySerializer, AuditEventSerializer, MemberInviteSerializer, MemberSerializer, NewApiKeySerializer,
+)
 
 ADMIN_ONLY = {name: Role.ADMIN for name in
               ("list", "retrieve", "create", "update", "partial_update", "destroy", "revoke")}

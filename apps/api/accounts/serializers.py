@@ -128,7 +128,3 @@ class AuditEventSerializer(serializers.ModelSerializer):
         if event.actor_user_id:
             return {"type": "user", "id": str(event.actor_user_id), "name": event.actor_user.email}
         return {"type": "system", "id": None, "name": None}
-
-
-class EmptySerializer(StrictSerializer):
-    """Actions that take no body still refuse unknown fields."""
