@@ -18,7 +18,6 @@ from django.db import connection
 
 from . import queries
 from .models import OutboxEntry
-from .queries import insert_sql  # noqa: F401 (the batch paths' statements, apps.executions.queries, use it)
 
 EXECUTION = OutboxEntry.Kind.EXECUTION.value
 MONITOR = OutboxEntry.Kind.MONITOR.value

@@ -19,11 +19,11 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-import psycopg
 from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models.deletion import get_candidate_relations_to_delete
 
+from . import queries
 from .models import DeletedJob, Execution
 
 log = logging.getLogger(__name__)
@@ -137,22 +137,7 @@ def delete_executions(ids):
     if not ids:
         return 0
     if connection.vendor == "postgresql":
-        return _pg_delete(ids)
+        return queries.delete_executions(ids, dependents(Execution))
     release_dependents(Execution, ids)
     batch = Execution.objects.filter(id__in=ids)
     return batch._raw_delete(batch.db)
-
-
-def _pg_delete(ids):
-    """One array parameter per statement (binary, server-side binding) instead of 5,000
-    literals: CASCADE rows go, SET_NULL links are cut, then the runs."""
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        for model, field, on_delete in dependents(Execution):
-            table, column = model._meta.db_table, field.column
-            if on_delete is models.CASCADE:
-                cursor.execute(f'DELETE FROM "{table}" WHERE "{column}" = ANY(%s)', [ids])
-            elif on_delete is models.SET_NULL:
-                cursor.execute(f'UPDATE "{table}" SET "{column}" = NULL WHERE "{column}" = ANY(%s)', [ids])
-        cursor.execute(f'DELETE FROM "{Execution._meta.db_table}" WHERE id = ANY(%s)', [ids])
-        return cursor.rowcount

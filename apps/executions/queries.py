@@ -1,12 +1,16 @@
-"""The executions app's hand-written SQL (PostgreSQL): the set-based statements that record
-finished runs and advance claimed jobs, each over binary arrays built from one column list
-(apps.sql.bulk.Unnest). The logic around them is in recording.py and scheduler.py."""
+"""The executions app's hand-written SQL (PostgreSQL) and the cursors that run it: the
+set-based statements that record finished runs (recording.py), insert scheduled runs and
+advance claimed jobs (scheduler.py), each over binary arrays built from one column list
+(apps.sql.bulk.Unnest), and the purge's array deletes (purging.py). The logic around them,
+and the ORM paths of the embedded mode's SQLite, stay in those modules."""
 
-from django.db import connection
+import psycopg
+from django.db import connection, models
 
 from apps.eventstream import outbox
+from apps.eventstream import queries as event_queries
 from apps.jobs.models import Job
-from apps.sql.bulk import Unnest
+from apps.sql.bulk import Unnest, binding_cursor
 
 from .models import Attempt, Execution
 
@@ -51,7 +55,7 @@ def finish_sql(with_events):
     with the event stream on, the same statement writes each moved run's event."""
     if with_events:
         return (f"WITH upd AS ({_FINISH} RETURNING e.*, v.finished_at AS changed_at), "
-                f"ev AS ({outbox.insert_sql(_OUTCOME_EVENTS)}) SELECT id FROM upd")
+                f"ev AS ({event_queries.insert_sql(_OUTCOME_EVENTS)}) SELECT id FROM upd")
     return f"{_FINISH} RETURNING e.id"
 
 
@@ -97,3 +101,142 @@ ADVANCE_JOBS = (
     "expired_at = COALESCE(v.expired_at, j.expired_at) "
     f"FROM {ADVANCED.source} WHERE j.id = v.id"
 )
+
+
+
+
+# --- running the scheduler's statements (apps.executions.scheduler) -----------------------
+
+_SCHEDULE = Execution.Trigger.SCHEDULE.value
+
+
+def fetch_binary(sql, params):
+    """The rows of an ORM statement as tuples, read on a binary cursor (psycopg decodes
+    timestamps and uuids in C). Django's error wrapper, as its own cursors have: a lost
+    session raises Django's OperationalError and marks the connection broken."""
+    with binding_cursor() as cursor:
+        cursor.execute(sql, params, binary=True)
+        return cursor.fetchall()
+
+
+def limit_idle_time(milliseconds):
+    """For the rest of this transaction, PostgreSQL ends the session if it idles longer."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL idle_in_transaction_session_timeout = {int(milliseconds)}")
+
+
+def advance_jobs(params):
+    with binding_cursor() as cursor:
+        cursor.execute(ADVANCE_JOBS, params)
+
+
+class ScheduledRunsInsert:
+    """``INSERT INTO executions SELECT ... FROM unnest(<one binary array per varying
+    column>) ON CONFLICT DO NOTHING RETURNING id``, built once per process from the
+    model: every column the scheduler does not set gets the field's default, as with
+    bulk_create, so a field added to Execution later needs no change here (unless its
+    default must differ per row, like an id). The varying columns are ``id`` and the
+    scheduler's row fields, in their order."""
+
+    _instance = None
+
+    @classmethod
+    def get(cls, row_fields):
+        if cls._instance is None:
+            cls._instance = cls(row_fields)
+        return cls._instance
+
+    def __init__(self, row_fields):
+        fields = Execution._meta.concrete_fields
+        by_column = {f.column: f for f in fields}
+        self.varying = ["id", *row_fields]
+        columns, select, self.constants = [], [], []
+        for f in fields:
+            columns.append(_quote(f.column))
+            if f.column in self.varying:
+                select.append(f"v.{_quote(f.column)}")
+                continue
+            if f.column == "trigger":
+                value = _SCHEDULE
+            elif f.column == "created_at":
+                value = None  # the tick's ``now``, set per call
+            else:
+                value = f.get_db_prep_save(f.get_default(), connection)
+            select.append(f"%b::{f.db_type(connection)}")
+            self.constants.append((f.column, value))
+        self.rows = Unnest([(column, by_column[column].db_type(connection)) for column in self.varying])
+        insert = (
+            f"INSERT INTO {_quote(Execution._meta.db_table)} ({', '.join(columns)}) "
+            f"SELECT {', '.join(select)} FROM {self.rows.source} ON CONFLICT DO NOTHING"
+        )
+        self.sql = f"{insert} RETURNING id"
+        # With the event stream on, the same statement writes each inserted run's event
+        # (queued or skipped) to the outbox from the rows it inserted.
+        self.sql_with_events = (
+            f"WITH ins AS ({insert} RETURNING id, job_id, organization_id, status, skip_reason, scheduled_for), "
+            f"ev AS ({event_queries.insert_sql(_SCHEDULED_EVENTS)}) SELECT id FROM ins"
+        )
+
+    def run(self, ids, rows, now):
+        constants = [now if column == "created_at" else value for column, value in self.constants]
+        arrays = self.rows.params((execution_id, *row) for execution_id, row in zip(ids, rows))
+        sql, params = self.sql, [*constants, *arrays]
+        if outbox.enabled():
+            sql, params = self.sql_with_events, [*params, now]
+        return _returned_ids(sql, params)
+
+
+_SCHEDULED_EVENTS = (
+    "SELECT 'execution', i.status, '', i.organization_id, j.project_id, i.job_id, i.id, 0, i.skip_reason, "
+    f"jsonb_build_object('scheduled_for', {outbox.utc_sql('i.scheduled_for')}, 'trigger', '{_SCHEDULE}'), "
+    f"%b::timestamptz FROM ins i LEFT JOIN {Job._meta.db_table} j ON j.id = i.job_id"
+)
+
+
+# --- running the recording statements (apps.executions.recording) --------------------------
+
+
+def _returned_ids(sql, params):
+    with binding_cursor() as cursor:
+        cursor.execute(sql, params)
+        return {row[0] for row in cursor.fetchall()}
+
+
+def finish_executions(params, *, with_events):
+    """Move each run of ``params`` (FINISHED) on; returns the ids of those that moved."""
+    return _returned_ids(finish_sql(with_events=with_events), params)
+
+
+def insert_attempts(params):
+    with binding_cursor() as cursor:
+        cursor.execute(INSERT_ATTEMPTS, params)
+
+
+def insert_attempts_of_lost_leases(params):
+    """Returns the ids of the executions whose attempt was stored (a takeover's stays)."""
+    return _returned_ids(INSERT_ATTEMPTS_OF_LOST_LEASES, params)
+
+
+def update_jobs_health(params):
+    with binding_cursor() as cursor:
+        cursor.execute(UPDATE_JOB_HEALTH, params)
+
+
+# --- purging -----------------------------------------------------------------------------
+
+
+def delete_executions(ids, links):
+    """Delete the executions ``ids`` and what ``links`` ((model, field, on_delete) of each
+    foreign key to them) says hangs off them: CASCADE rows go, SET_NULL links are cut, then
+    the runs; returns how many runs. One array parameter per statement (binary,
+    server-side binding) instead of 5,000 literals. The caller holds the transaction."""
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        for model, field, on_delete in links:
+            table, column = model._meta.db_table, field.column
+            if on_delete is models.CASCADE:
+                cursor.execute(f'DELETE FROM "{table}" WHERE "{column}" = ANY(%s)', [ids])
+            elif on_delete is models.SET_NULL:
+                cursor.execute(f'UPDATE "{table}" SET "{column}" = NULL WHERE "{column}" = ANY(%s)', [ids])
+        cursor.execute(f'DELETE FROM "{Execution._meta.db_table}" WHERE id = ANY(%s)', [ids])
+        return cursor.rowcount

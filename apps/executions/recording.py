@@ -19,7 +19,6 @@ from django.utils import timezone
 
 from apps.eventstream import outbox
 from apps.jobs.models import Job
-from apps.sql.bulk import binding_cursor
 from cronsvc import jobhealth
 from cronsvc.statuses import CANCELLED
 
@@ -125,14 +124,11 @@ def _sqlstate(exc):
 def _finish_many(results):
     from psycopg.types.json import Jsonb
 
-    sql = queries.finish_sql(with_events=outbox.enabled())
     params = queries.FINISHED.params(
         (result.execution.id, result.status, a.number, a.duration_ms, a.response_status, Jsonb(a.response_headers),
          a.response_body, a.remote_addr, a.error_kind, a.error_message, result.next_attempt_at, a.finished_at)
         for result in results for a in [result.attempt])
-    with binding_cursor() as cursor:
-        cursor.execute(sql, params)
-        return {row[0] for row in cursor.fetchall()}
+    return queries.finish_executions(params, with_events=outbox.enabled())
 
 
 def _outcome(result, *, moved=True):
@@ -159,10 +155,9 @@ def _insert_attempts(results, *, lease_lost=False):
          a.request_url, Jsonb(a.request_headers), a.request_body, a.response_status, Jsonb(a.response_headers),
          a.response_body, a.remote_addr, a.outcome, a.error_kind, a.error_message)
         for result in results for a in [result.attempt])
-    with binding_cursor() as cursor:
-        cursor.execute(queries.INSERT_ATTEMPTS_OF_LOST_LEASES if lease_lost else queries.INSERT_ATTEMPTS, params)
-        if lease_lost:
-            return {row[0] for row in cursor.fetchall()}
+    if lease_lost:
+        return queries.insert_attempts_of_lost_leases(params)
+    queries.insert_attempts(params)
     return {result.execution.id for result in results}
 
 
@@ -181,8 +176,7 @@ def _update_jobs_health(results):
         delta = jobhealth.health_delta([result.status for result in runs], threshold)
         rows.append((job_id, last.attempt.started_at, last.status, delta.reset, delta.head, delta.tail,
                      delta.disable, threshold, jobhealth.disabled_reason(threshold)))
-    with binding_cursor() as cursor:
-        cursor.execute(queries.UPDATE_JOB_HEALTH, queries.JOB_HEALTH.params(rows))
+    queries.update_jobs_health(queries.JOB_HEALTH.params(rows))
 
 
 def record_attempt(execution, *, attempt, status, next_attempt_at, auto_disable_after):

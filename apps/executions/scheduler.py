@@ -34,7 +34,6 @@ from apps.eventstream import outbox
 from apps.jobs.models import Job
 from apps.jobs.scheduling import due_time, job_schedule, occurrence_of
 from apps.jobs.windowing import apply_windows
-from apps.sql.bulk import Unnest, binding_cursor
 from cronsvc.misfire import plan_catch_up
 from cronsvc.schedules import next_run
 
@@ -141,20 +140,15 @@ def _fetch(queryset):
     timestamps and uuids in C, where Django's loader for timestamps is Python."""
     if connection.vendor != "postgresql":
         return list(queryset)
-    sql, params = queryset.query.sql_with_params()
-    # Django's error wrapper, as its own cursors have: a lost session (PostgreSQL
-    # restarted, or the claim's idle timeout ended it while this process was paused)
-    # raises Django's OperationalError, which the loop backs off from, and marks the
-    # connection broken so it is replaced, instead of psycopg's error ending the process.
-    with binding_cursor() as cursor:
-        cursor.execute(sql, params, binary=True)
-        return cursor.fetchall()
+    # A lost session (PostgreSQL restarted, or the claim's idle timeout ended it while this
+    # process was paused) raises Django's OperationalError there, which the loop backs off
+    # from, instead of psycopg's error ending the process.
+    return queries.fetch_binary(*queryset.query.sql_with_params())
 
 
 def _limit_idle_time():
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL idle_in_transaction_session_timeout = {CLAIM_IDLE_TIMEOUT_MS}")
+        queries.limit_idle_time(CLAIM_IDLE_TIMEOUT_MS)
 
 
 def _process_batch(jobs, now, overloaded=frozenset()):
@@ -282,7 +276,7 @@ def _insert_executions(ids, rows, now):
     if not rows:
         return None
     if connection.vendor == "postgresql":
-        inserted = _PostgresInsert.get().run(ids, rows, now)
+        inserted = queries.ScheduledRunsInsert.get(_Row._fields).run(ids, rows, now)
         return None if len(inserted) == len(rows) else inserted
     Execution.objects.bulk_create(
         [Execution(id=execution_id, trigger=SCHEDULE, created_at=now, **row._asdict())
@@ -295,76 +289,10 @@ def _insert_executions(ids, rows, now):
     return None
 
 
-class _PostgresInsert:
-    """``INSERT INTO executions SELECT ... FROM unnest(<one binary array per varying
-    column>) ON CONFLICT DO NOTHING RETURNING id``, built once per process from the
-    model: every column the scheduler does not set gets the field's default, as with
-    bulk_create, so a field added to Execution later needs no change here (unless its
-    default must differ per row, like an id)."""
-
-    _instance = None
-
-    @classmethod
-    def get(cls):
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
-
-    def __init__(self):
-        fields = Execution._meta.concrete_fields
-        by_column = {f.column: f for f in fields}
-        self.varying = ["id", *_Row._fields]
-        quote = connection.ops.quote_name
-        columns, select, self.constants = [], [], []
-        for f in fields:
-            columns.append(quote(f.column))
-            if f.column in self.varying:
-                select.append(f"v.{quote(f.column)}")
-                continue
-            if f.column == "trigger":
-                value = SCHEDULE
-            elif f.column == "created_at":
-                value = None  # the tick's ``now``, set per call
-            else:
-                value = f.get_db_prep_save(f.get_default(), connection)
-            select.append(f"%b::{f.db_type(connection)}")
-            self.constants.append((f.column, value))
-        self.rows = Unnest([(column, by_column[column].db_type(connection)) for column in self.varying])
-        insert = (
-            f"INSERT INTO {quote(Execution._meta.db_table)} ({', '.join(columns)}) "
-            f"SELECT {', '.join(select)} FROM {self.rows.source} ON CONFLICT DO NOTHING"
-        )
-        self.sql = f"{insert} RETURNING id"
-        # With the event stream on, the same statement writes each inserted run's event
-        # (queued or skipped) to the outbox from the rows it inserted.
-        self.sql_with_events = (
-            f"WITH ins AS ({insert} RETURNING id, job_id, organization_id, status, skip_reason, scheduled_for), "
-            f"ev AS ({outbox.insert_sql(_EVENTS_SELECT)}) SELECT id FROM ins"
-        )
-
-    def run(self, ids, rows, now):
-        constants = [now if column == "created_at" else value for column, value in self.constants]
-        arrays = self.rows.params((execution_id, *row) for execution_id, row in zip(ids, rows))
-        sql, params = self.sql, [*constants, *arrays]
-        if outbox.enabled():
-            sql, params = self.sql_with_events, [*params, now]
-        with binding_cursor() as cursor:
-            cursor.execute(sql, params)
-            return {row[0] for row in cursor.fetchall()}
-
-
-_EVENTS_SELECT = (
-    "SELECT 'execution', i.status, '', i.organization_id, j.project_id, i.job_id, i.id, 0, i.skip_reason, "
-    f"jsonb_build_object('scheduled_for', {outbox.utc_sql('i.scheduled_for')}, 'trigger', '{SCHEDULE}'), "
-    f"%b::timestamptz FROM ins i LEFT JOIN {Job._meta.db_table} j ON j.id = i.job_id"
-)
-
-
 def _advance_jobs(updates):
     """Write every claimed job's next due time in one statement."""
     if connection.vendor == "postgresql":
-        with binding_cursor() as cursor:
-            cursor.execute(queries.ADVANCE_JOBS, queries.ADVANCED.params(updates))
+        queries.advance_jobs(queries.ADVANCED.params(updates))
         return
     # SQLite (embedded mode) runs one scheduler with small batches: a row at a time is fine.
     for job_id, next_at, expired_at in updates:

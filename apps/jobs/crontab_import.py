@@ -11,7 +11,7 @@ from apps.api.errors import PlanLimitExceeded, error_body
 from apps.projects.models import Project
 from cronsvc.schedules import ScheduleError, describe, parse_crontab, parse_schedule
 
-from . import jobcount
+from .queries import job_count
 from .models import JobVersion
 from .scheduling import job_schedule
 from .serializers import DefaultProject, ErrorExtraMixin, JobSerializer, ProjectField
@@ -88,7 +88,7 @@ def _within_quota(accepted, actor, lines):
     """Split the lines the plan's max_jobs leaves room for from the rest (locks the organization)."""
     organization = Organization.objects.select_for_update().get(pk=actor.organization.pk)
     plan = actor.organization.plan
-    room = max(0, plan.max_jobs - jobcount.job_count(organization.pk))
+    room = max(0, plan.max_jobs - job_count(organization.pk))
     refused = [{"line": imported.line, "text": lines[imported.line - 1], "code": "plan_limit",
                 "reason": f"Your plan ({plan.name}) allows {plan.max_jobs} jobs; this one would exceed it."}
                for imported, _ in accepted[room:]]

@@ -17,7 +17,6 @@ from django.db import connections, transaction
 
 from . import queries
 from .models import Job, OrganizationJobCount
-from .queries import job_count  # noqa: F401 - read on every create: the callers' name for it
 
 
 def trigger_names(vendor):

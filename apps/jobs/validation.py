@@ -29,7 +29,7 @@ from cronsvc.delivery.request import MAX_TIMEOUT_SECONDS, RequestSpec, validate_
 from cronsvc.schedules import ScheduleError, validate_schedule
 from cronsvc.schedules.describe import format_duration
 
-from . import jobcount
+from .queries import job_count
 from .hooks import PlanLimit, plan_limits  # noqa: F401 (PlanLimit: the API and pages catch it from here)
 from .models import Job
 from .scheduling import job_schedule
@@ -99,13 +99,13 @@ UNLOCKED_JOB_QUOTA_ROOM = 1000
 
 def far_below_job_quota(organization, plan):
     """Whether ``organization`` has more than UNLOCKED_JOB_QUOTA_ROOM jobs of room left."""
-    return jobcount.job_count(organization.pk) + UNLOCKED_JOB_QUOTA_ROOM <= plan.max_jobs
+    return job_count(organization.pk) + UNLOCKED_JOB_QUOTA_ROOM <= plan.max_jobs
 
 
 def check_job_quota(organization, plan, adding=1):
     """PlanLimit when ``adding`` more jobs would exceed the plan's max_jobs. Call it with
     the organization row locked (select_for_update) so concurrent creates cannot overshoot."""
-    plan_limits().check_job_count(plan, jobcount.job_count(organization.pk), adding)
+    plan_limits().check_job_count(plan, job_count(organization.pk), adding)
 
 
 def outbound_policy():

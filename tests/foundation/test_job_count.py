@@ -10,7 +10,8 @@ import pytest
 from django.db import connection
 
 from apps.accounts.models import Organization
-from apps.jobs.jobcount import ensure_triggers, job_count, trigger_names
+from apps.jobs.jobcount import ensure_triggers, trigger_names
+from apps.jobs.queries import job_count
 from apps.jobs.models import Job, OrganizationJobCount
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +89,7 @@ def test_a_missing_trigger_is_installed_again_and_every_count_taken_afresh(make_
 SQLITE_SCRIPT = """
 from django.core.management import call_command
 from django.db import connection
-from apps.jobs.jobcount import job_count
+from apps.jobs.queries import job_count
 from apps.jobs.models import Job
 from apps.projects.provisioning import provision_tenant
 

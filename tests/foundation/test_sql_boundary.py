@@ -1,0 +1,87 @@
+"""Hand-written SQL stays behind one boundary (docs/architecture.md, apps/sql): the apps
+write their statements in their own queries.py, and only apps/sql and those modules open
+cursors, run SQL strings or use the ORM's raw-SQL escape hatches."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Calls that open a cursor or pass SQL past the ORM.
+SQL_CALLS = {"cursor", "binding_cursor", "Cursor", "ClientCursor", "ServerCursor", "raw", "RawSQL", "extra"}
+SQL_STATEMENT = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|WITH|LOCK|TRUNCATE|VACUUM|ANALYZE)\b", re.IGNORECASE)
+
+
+def _called_name(call):
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
+def _leading_text(node):
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        return node.values[0].value
+    return ""
+
+
+def sql_outside_the_boundary(source, filename="<source>"):
+    """Each call in ``source`` that opens a cursor, reaches raw SQL or executes a SQL
+    string, as ``file:line name``."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _called_name(node)
+        if name in SQL_CALLS:
+            found.append(f"{filename}:{node.lineno} {name}")
+        elif name in {"execute", "executemany"} and node.args:
+            if SQL_STATEMENT.match(_leading_text(node.args[0])):
+                found.append(f"{filename}:{node.lineno} {name}")
+    return found
+
+
+def _app_modules():
+    for path in sorted((ROOT / "apps").rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if relative.parts[1] == "sql" or path.name == "queries.py" or "migrations" in relative.parts:
+            continue
+        yield relative
+
+
+def test_the_apps_write_sql_only_in_their_queries_modules():
+    found = [hit for relative in _app_modules()
+             for hit in sql_outside_the_boundary((ROOT / relative).read_text(), str(relative))]
+    assert not found, "hand-written SQL outside apps/sql and the apps' queries.py:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source", [
+    "connection.cursor()",
+    "with connections['default'].cursor() as c: pass",
+    "binding_cursor(connection)",
+    "psycopg.Cursor(conn)",
+    "psycopg.ClientCursor(conn)",
+    "ServerCursor(conn, 'name')",
+    "Job.objects.raw('SELECT 1')",
+    "RawSQL('now()', [])",
+    "Job.objects.extra(where=['1=1'])",
+    "c.execute('SELECT 1')",
+    "c.execute(f'  delete FROM {table} WHERE id = %s', [1])",
+    "c.executemany('INSERT INTO t VALUES (%s)', rows)",
+    "c.execute('WITH x AS (SELECT 1) SELECT * FROM x')",
+    "c.execute('LOCK TABLE t')",
+    "c.execute('VACUUM ANALYZE t')",
+])
+def test_the_check_sees_each_way_of_writing_sql(source):
+    assert sql_outside_the_boundary(source)
+
+
+@pytest.mark.parametrize("source", [
+    "c.execute(queries.RECORD_PING, params)",
+    "Job.objects.filter(id=1).update(state='x')",
+    "executor.execute('selection of jobs')",
+])
+def test_the_check_passes_code_without_sql(source):
+    assert not sql_outside_the_boundary(source)
