@@ -4,6 +4,9 @@ The pages do not validate jobs themselves: ``job_data`` turns the posted form in
 dict that JobSerializer takes (the body of POST /api/v1/jobs/), the serializer runs the
 same validation as the API, and ``form_errors`` puts its messages beside the fields.
 ``form_values`` goes the other way, from a saved job to the form's values.
+
+The form carries both kinds' fields (the request and the script); ``kind`` decides which
+block goes to the API, so it works without JavaScript, which only hides the other block.
 """
 
 from datetime import datetime
@@ -37,6 +40,8 @@ API_PATH_TO_FIELD = {
     "overlap_policy": "overlap_policy", "region": "region",
     "dependencies": "dependencies", "dependency_mode": "dependency_mode",
     "windows": "windows", "blackouts": "blackouts", "outside_window": "outside_window", "priority": "priority",
+    "kind": "kind", "script": "script_source", "script.language": "script_language",
+    "script.source": "script_source", "script.env": "script_env",
 }
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600}
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"
@@ -89,6 +94,8 @@ def form_values(job):
         "dependency_mode": job.dependency_mode, "dependencies": _dependency_rows_of(job),
         "windows": windows_text(job.windows), "blackouts": blackouts_text(job.blackouts),
         "outside_window": job.outside_window, "priority": job.priority,
+        "kind": job.kind, "script_language": job.script_language or Job.ScriptLanguage.PYTHON,
+        "script_source": job.script_source, "script_env": [(name, MASK) for name in job.script_env or {}],
     }
 
 
@@ -114,6 +121,7 @@ def posted_values(post, *, stored_auth=None):
         auth_type=post.get("auth_type", "none"), auth_stored=bool(stored_auth),
         auth_password="", auth_token="",  # a secret typed in is not echoed back into the page
         dependencies=_dependency_rows(post), dependency_mode=post.get("dependency_mode", "all"),
+        kind=post.get("kind") or Job.Kind.HTTP, script_env=_env_rows(post),
     )
     return values
 
@@ -134,7 +142,7 @@ def job_data(post, *, stored_auth=None, regions=()):
         "start_at": local_instant(post.get("start_at", ""), zone),
         "end_at": local_instant(post.get("end_at", ""), zone),
         "jitter_seconds": _int(post.get("jitter_seconds", ""), 0),
-        "request": _request(post, stored_auth),
+        "kind": post.get("kind") or Job.Kind.HTTP,
         "retry": {
             "max_attempts": _int(post.get("max_attempts", ""), 3),
             "initial_delay_seconds": _int(post.get("retry_initial_delay_seconds", ""), 10),
@@ -159,6 +167,10 @@ def job_data(post, *, stored_auth=None, regions=()):
     }
     if regions:
         data["region"] = post.get("region", "")
+    if data["kind"] == Job.Kind.SCRIPT:
+        data["script"] = _script(post)
+    else:  # an unknown kind too: the serializer refuses it, and the request is checked beside it
+        data["request"] = _request(post, stored_auth)
     return data
 
 
@@ -226,6 +238,25 @@ def _request(post, stored_auth):
     if request["method"] in ("GET", "HEAD") and not request["body"].strip():
         request["body"] = ""
     return request
+
+
+def _script(post):
+    """The script block. A textarea posts CRLF line ends; a shell would read each \\r as part
+    of a command. Every environment row is sent: a row removed (or its name cleared) removes
+    the variable, and a value left as the mask keeps the stored one (the API's rule)."""
+    return {
+        "language": post.get("script_language", ""),
+        "source": post.get("script_source", "").replace("\r\n", "\n"),
+        "env": dict(_env_rows(post)),
+    }
+
+
+def _env_rows(post):
+    """(name, value) of the environment rows; a row without a name counts only when a value
+    was typed into it, so its error shows."""
+    names, values = post.getlist("env_name"), post.getlist("env_value")
+    return [(name.strip(), value) for name, value in zip(names, values + [""] * (len(names) - len(values)))
+            if name.strip() or value not in ("", MASK)]
 
 
 def _auth(post, stored_auth):

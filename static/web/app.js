@@ -20,9 +20,14 @@
     if (select) showFor("[data-auth]", "data-auth", select.value);
   }
 
+  function syncKind(root) {
+    var checked = root.querySelector("input[name=kind]:checked");
+    if (checked) showFor("[data-job-kind]", "data-job-kind", checked.value);
+  }
+
   function addHeaderRow(button) {
     var list = document.getElementById(button.getAttribute("data-add-header"));
-    var template = document.getElementById("header-row-template");
+    var template = document.getElementById(button.getAttribute("data-row-template") || "header-row-template");
     if (!list || !template) return;
     var row = template.content.firstElementChild.cloneNode(true);
     list.appendChild(row);
@@ -70,6 +75,7 @@
   function init(root) {
     syncSchedule(root);
     syncAuth(root);
+    syncKind(root);
     drawCharts(root);
   }
 
@@ -77,6 +83,7 @@
     var target = event.target;
     if (target.name === "schedule_mode") syncSchedule(document);
     if (target.name === "auth_type") syncAuth(document);
+    if (target.name === "kind") syncKind(document);
   });
 
   document.addEventListener("click", function (event) {

@@ -59,6 +59,10 @@ from apps.api.pages import TIMEZONES, serializer_context
 DASHBOARD_PAGE_SIZE = 100
 HISTORY_PAGE_SIZE = 20
 TEST_RUN_MAX_TIMEOUT = 30.0
+SCRIPT_TEST_RUN = ("A test run sends the HTTP request; a script runs only on a worker's sandbox. "
+                   "Save the job, then use “Run now” on its page.")
+
+
 def scoped_jobs(actor):
     """The jobs this actor reaches, as the API's JobViewSet.get_queryset."""
     jobs = Job.objects.for_organization(actor.organization).select_related("project", "organization__plan")
@@ -149,6 +153,7 @@ def _form_context(request, values, errors, job=None):
         "plan_min_interval": format_duration(plan.min_interval_seconds),
         "upstream_choices": scoped_jobs(actor).exclude(pk=getattr(job, "pk", None)).order_by("project__name", "name"),
         "dependency_ons": JobDependency.On.choices, "dependency_modes": Job.DependencyMode.choices,
+        "script_languages": Job.ScriptLanguage.choices,
         "error_count": sum(len(m) for m in errors.values()),
     }
 
@@ -286,6 +291,9 @@ def test_run(request, pk=None):
             f"At most {settings.TEST_RUNS_PER_MINUTE} test runs a minute; wait a moment."]}
         return render(request, "web/jobs/_test_run.html", context, status=429)
     data = job_forms.job_data(request.POST, stored_auth=job.auth if job else None, regions=settings.REGIONS)
+    if data["kind"] == Job.Kind.SCRIPT:
+        context["errors"] = {"kind": [SCRIPT_TEST_RUN]}
+        return render(request, "web/jobs/_test_run.html", context)
     serializer = JobSerializer(job, data=data, context=serializer_context(request))
     context["errors"] = _validate(serializer)
     if context["errors"]:
@@ -473,7 +481,12 @@ def job_duplicate(request, pk):
         data.pop(name, None)
     data["name"] = f"{job.name} (copy)"[:200]
     data["enabled"] = False
-    data["request"] = {**data["request"], "auth": job.auth, "headers": job.request_headers()}
+    if job.kind == Job.Kind.SCRIPT:
+        data["script"] = {**data["script"], "env": job.script_env or {}}  # the values, not the masks
+        if not job.url:  # a script job needs no request (and an empty URL is refused)
+            data.pop("request")
+    if "request" in data:
+        data["request"] = {**data["request"], "auth": job.auth, "headers": job.request_headers()}
     if not settings.REGIONS:
         data.pop("region", None)
     serializer = JobSerializer(data=data, context=serializer_context(request))
