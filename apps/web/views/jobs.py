@@ -52,6 +52,7 @@ from apps.badges.api import badge_url
 from apps.badges.models import Badge
 
 from .. import health, stats
+from ..script_runs import script_run
 from apps.api import ratelimit
 from apps.api.access import Role, member_view, require_role
 from apps.api.pages import TIMEZONES, serializer_context
@@ -423,6 +424,8 @@ def execution_detail(request, pk):
     executions = request.actor.scope_to_projects(executions, "job__project").select_related("job")
     execution = get_object_or_404(executions.prefetch_related("attempts"), pk=pk)
     data = ExecutionDetailSerializer(execution).data  # the API's view: secrets masked
+    for attempt in data["attempts"]:
+        attempt["script"] = script_run(attempt, execution.job)
     context = {"execution": execution, "data": data, "job": execution.job,
                "can_edit": request.actor.has_role(Role.DEVELOPER)}
     template = "web/executions/_detail.html" if is_htmx(request) else "web/executions/detail.html"
