@@ -1,6 +1,7 @@
 """Customer scripts (Python or shell) run under bubblewrap: new namespaces, a read-only
-runtime, no network, rlimits, a wall-clock deadline that kills the whole tree, capped output
-and a seccomp filter. See docs/script-jobs.md.
+runtime, no network (or, with Network.HTTP, outbound HTTP(S) only through the run's egress
+proxy and its address guard), rlimits, a wall-clock deadline that kills the whole tree,
+capped output and a seccomp filter. See docs/script-jobs.md.
 
     from cronsvc.sandbox import Language, Limits, Script, run_script, sandbox_available
 
@@ -8,6 +9,7 @@ and a seccomp filter. See docs/script-jobs.md.
         result = run_script(Script(Language.PYTHON, b"print(6 * 7)"), Limits(wall_seconds=5))
 """
 
+from .egress import EgressRules
 from .errors import SandboxError, SandboxFailed, SandboxUnavailable, ScriptRejected
 from .limits import MAX_SCRIPT_BYTES, Language, Limits, Network, Reason, Result, Script
 from .runner import Availability, Sandbox
@@ -20,13 +22,14 @@ def sandbox_available(refresh: bool = False) -> Availability:
     return _default.available(refresh)
 
 
-def run_script(script: Script, limits: Limits = Limits()) -> Result:
-    """Run `script` in the sandbox; raises SandboxUnavailable rather than run it without."""
-    return _default.run(script, limits)
+def run_script(script: Script, limits: Limits = Limits(), egress: EgressRules | None = None) -> Result:
+    """Run `script` in the sandbox; raises SandboxUnavailable rather than run it without.
+    `egress`: the address policy and caps of a script that may reach the network."""
+    return _default.run(script, limits, egress)
 
 
 __all__ = [
-    "MAX_SCRIPT_BYTES", "Availability", "Language", "Limits", "Network", "Reason", "Result",
+    "MAX_SCRIPT_BYTES", "Availability", "EgressRules", "Language", "Limits", "Network", "Reason", "Result",
     "Sandbox", "SandboxError", "SandboxFailed", "SandboxUnavailable", "Script", "ScriptRejected",
     "run_script", "sandbox_available",
 ]

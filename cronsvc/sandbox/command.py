@@ -7,6 +7,8 @@ tmpfs /tmp that is its home and working directory, three generated files in /etc
 group, hosts) and the script itself, read-only, at /sandbox/script. Every namespace is new
 (user, pid, net, mount, ipc, uts, cgroup); the script runs as an unprivileged user with no
 capabilities, in a new session (no terminal to inject into), under the seccomp filter.
+A run that may reach the network (Network.HTTP) also gets its egress proxy's socket, the
+relay that serves it on 127.0.0.1 (_forward.py) and the public CA bundle (NETWORKS).
 """
 
 from __future__ import annotations
@@ -15,9 +17,15 @@ import os
 import re
 from dataclasses import dataclass
 
+from .egress import PROXY_PORT
 from .limits import Language, Limits, Network, Script
 
 SCRIPT_PATH = "/sandbox/script"
+FORWARDER_PATH = "/sandbox/forward.py"
+EGRESS_SOCKET = "/sandbox/egress.sock"
+CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
+PROXY_ENV = {name: PROXY_URL for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
 
@@ -61,10 +69,12 @@ class DataFiles:
     seccomp: int
     env: int  # env_args(), read by bwrap's --args
     etc: dict[str, int]
+    forwarder: int | None = None  # _forward.py, when the run may reach the network
 
     @property
     def all(self) -> tuple[int, ...]:
-        return (self.script, self.seccomp, self.env, *self.etc.values())
+        extra = () if self.forwarder is None else (self.forwarder,)
+        return (self.script, self.seccomp, self.env, *self.etc.values(), *extra)
 
 
 def environment(script: Script) -> dict[str, str]:
@@ -80,40 +90,58 @@ def environment(script: Script) -> dict[str, str]:
             raise ValueError(f"invalid environment variable {name!r}")
         if name not in BASE_ENV:
             env[name] = value
+    if script.network is Network.HTTP:
+        env.update(PROXY_ENV)
     return env
 
 
 def bwrap_args(bwrap: str, script: Script, limits: Limits, files: DataFiles,
-               status_fd: int) -> list[str]:
-    """`status_fd`: where bwrap writes its JSON status lines (the script's exit code)."""
+               status_fd: int, egress_socket: str | None = None) -> list[str]:
+    """`status_fd`: where bwrap writes its JSON status lines (the script's exit code);
+    `egress_socket`: the run's egress proxy (cronsvc/sandbox/egress.py) on the host, for a
+    script that may reach the network."""
     args = [bwrap, "--json-status-fd", str(status_fd), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
             "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID),
             "--hostname", "sandbox"]
-    args += _network_args(script.network)
     args += _runtime_args()
     args += ["--proc", "/proc", "--dev", "/dev",
              "--size", str(limits.tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
     for path, fd in files.etc.items():
         args += ["--perms", "0444", "--ro-bind-data", str(fd), path]
     args += ["--perms", "0444", "--ro-bind-data", str(files.script), SCRIPT_PATH]
+    network_args, program = NETWORKS[script.network](files, egress_socket)
+    args += network_args
     # Both tmpfs mounts bwrap made itself (the root and /dev) are read-only: /dev's has no
     # size cap, and a script filling it would fill the host's memory. The device nodes are
     # bind mounts of their own and stay writable (/dev/null).
     args += ["--remount-ro", "/", "--remount-ro", "/dev", "--chdir", "/tmp", "--clearenv"]
     args += ["--args", str(files.env)]
     args += ["--seccomp", str(files.seccomp), "--"]
-    return args + list(INTERPRETERS[script.language])
+    return args + program + list(INTERPRETERS[script.language])
 
 
-def _no_network() -> list[str]:
+def _no_network(files: DataFiles, egress_socket: str | None) -> tuple[list[str], list[str]]:
     """--unshare-all already gave the run a network namespace with only loopback."""
-    return []
+    return [], []
 
 
-# The hook for outbound HTTP: a second entry whose arguments bind the platform's guarded
-# proxy socket (the SSRF guard at connect time) into the sandbox and set HTTP(S)_PROXY to
-# it. A mode missing here is refused before anything starts (runner.validate).
-NETWORKS = {Network.NONE: _no_network}
+def _http_proxy(files: DataFiles, egress_socket: str | None) -> tuple[list[str], list[str]]:
+    """Still only loopback, but the run's egress proxy is bound in as a Unix socket and the
+    relay (_forward.py) starts before the script: it listens on 127.0.0.1:PROXY_PORT, which
+    PROXY_ENV names. The CA bundle is public and lets HTTPS clients check certificates."""
+    if egress_socket is None or files.forwarder is None:
+        raise ValueError("a run that may reach the network needs its egress proxy")
+    args = ["--ro-bind", egress_socket, EGRESS_SOCKET,
+            "--perms", "0444", "--ro-bind-data", str(files.forwarder), FORWARDER_PATH]
+    if os.path.isfile(CA_BUNDLE):
+        args += ["--ro-bind", CA_BUNDLE, CA_BUNDLE]
+    return args, [INTERPRETERS[Language.PYTHON][0], "-I", "-S", "-B", FORWARDER_PATH, str(PROXY_PORT),
+                  EGRESS_SOCKET, "--"]
+
+
+# Each network mode: the bwrap arguments and the program that goes before the interpreter.
+# A mode missing here is refused before anything starts (runner.validate).
+NETWORKS = {Network.NONE: _no_network, Network.HTTP: _http_proxy}
 
 
 def env_args(script: Script) -> bytes:
@@ -123,10 +151,6 @@ def env_args(script: Script) -> bytes:
     for name, value in environment(script).items():
         args += ["--setenv", name, value]
     return b"".join(arg.encode() + b"\0" for arg in args)
-
-
-def _network_args(network: Network) -> list[str]:
-    return NETWORKS[network]()
 
 
 def _runtime_args() -> list[str]:

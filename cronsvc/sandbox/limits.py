@@ -14,12 +14,14 @@ class Language(str, enum.Enum):
 
 
 class Network(str, enum.Enum):
-    """What the script may reach. Only NONE exists today: a new network namespace that has
-    nothing but its own loopback. Outbound HTTP through the platform's address guard (a
-    proxy the sandbox reaches over a bound Unix socket) is the planned second value; a value
-    without an entry in cronsvc/sandbox/command.py's NETWORKS is refused before the run."""
+    """What the script may reach. Either way the run has a network namespace of its own with
+    nothing but its loopback. HTTP adds the run's egress proxy (cronsvc/sandbox/egress.py),
+    reached through a Unix socket bound into the sandbox and named by HTTP(S)_PROXY: outbound
+    HTTP and HTTPS only, each target checked by the platform's address guard. A value without
+    an entry in cronsvc/sandbox/command.py's NETWORKS is refused before the run."""
 
     NONE = "none"
+    HTTP = "http"
 
 
 class Reason(str, enum.Enum):

@@ -4,6 +4,9 @@ collect capped output until the tree ends or the deadline kills it, say which li
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import json
 import os
 import secrets
@@ -16,10 +19,12 @@ import time
 from dataclasses import dataclass, field
 
 from . import cgroup, command, seccomp
+from .egress import EgressProxy, EgressRules
 from .errors import SandboxFailed, SandboxUnavailable, ScriptRejected
 from .limits import MAX_SCRIPT_BYTES, Language, Limits, Network, Reason, Result, Script
 
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_launch.py")
+FORWARDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_forward.py")
 _READ_CHUNK = 65536
 _DRAIN_GRACE = 1.0  # after a kill, seconds to collect what is still in the pipes
 _PROBE_LIMITS = Limits(wall_seconds=10, cpu_seconds=5, max_processes=8)
@@ -53,12 +58,15 @@ class Sandbox:
             self._availability = self._check()
         return self._availability
 
-    def run(self, script: Script, limits: Limits = Limits()) -> Result:
+    def run(self, script: Script, limits: Limits = Limits(), egress: EgressRules | None = None) -> Result:
+        """`egress`: what a script that may reach the network (Network.HTTP) reaches through
+        its proxy: the worker's address policy and the run's caps (default: public
+        addresses only, EgressRules' caps)."""
         validate(script)
         status = self.available()
         if not status.ok:
             raise SandboxUnavailable(f"script jobs cannot run on this host: {status.reason}")
-        return self._execute(script, limits)
+        return self._execute(script, limits, egress or EgressRules())
 
     def _check(self) -> Availability:
         if not (os.path.isfile(self.bwrap) and os.access(self.bwrap, os.X_OK)):
@@ -89,24 +97,30 @@ class Sandbox:
                     f"{probe.stderr[:300].decode(errors='replace')}")
         return ""
 
-    def _execute(self, script: Script, limits: Limits) -> Result:
+    def _execute(self, script: Script, limits: Limits, egress: EgressRules = EgressRules()) -> Result:
+        uid = self._host_uid()
+        if script.network is Network.HTTP:  # the relay is one process more, not the script's
+            limits = dataclasses.replace(limits, max_processes=limits.max_processes + 1)
         try:
             group = cgroup.RunCgroup(self._hierarchy, limits) if self._hierarchy else None
         except OSError as exc:
             raise SandboxFailed(f"could not make the run's cgroup: {exc}") from exc
         try:
-            proc, status_read = self._spawn(script, limits, group)
-            return _Run(proc, status_read, limits, group).collect()
+            with _egress_proxy(script, egress, uid) as egress_socket:
+                proc, status_read = self._spawn(script, limits, group, uid, egress_socket)
+                return _Run(proc, status_read, limits, group).collect()
         finally:
             if group is not None:
                 _remove(group)
 
-    def _spawn(self, script: Script, limits: Limits, group: cgroup.RunCgroup | None):
+    def _spawn(self, script: Script, limits: Limits, group: cgroup.RunCgroup | None, uid: int | None,
+               egress_socket: str | None):
         fds = _data_files(script)
         status_read, status_write = os.pipe()
-        spec = self._launch_spec(limits, group)
+        spec = {"rlimits": rlimits(limits, counted_by_cgroup=group is not None),
+                "cgroup_procs": group.procs_files if group else [], "uid": uid, "gid": uid}
         argv = [self.launcher_python, "-I", "-S", LAUNCHER, json.dumps(spec),
-                *command.bwrap_args(self.bwrap, script, limits, fds, status_write)]
+                *command.bwrap_args(self.bwrap, script, limits, fds, status_write, egress_socket)]
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -121,14 +135,26 @@ class Sandbox:
                 os.close(fd)
         return proc, status_read
 
-    def _launch_spec(self, limits: Limits, group: cgroup.RunCgroup | None) -> dict:
-        spec = {"rlimits": rlimits(limits, counted_by_cgroup=group is not None),
-                "cgroup_procs": group.procs_files if group else [], "uid": None, "gid": None}
-        if os.geteuid() == 0:
-            # As root bwrap would keep root's capabilities inside: run it as nobody-like.
-            uid = self.host_uids.start + secrets.randbelow(len(self.host_uids))
-            spec.update(uid=uid, gid=uid)
-        return spec
+    def _host_uid(self) -> int | None:
+        """The run's host user (and group) when the worker is root, None to keep the worker's:
+        as root bwrap would keep root's capabilities inside, so it runs as nobody-like."""
+        if os.geteuid() != 0:
+            return None
+        return self.host_uids.start + secrets.randbelow(len(self.host_uids))
+
+
+@contextlib.contextmanager
+def _egress_proxy(script: Script, egress: EgressRules, uid: int | None):
+    """The run's egress proxy socket while the run lasts (None when it has no network)."""
+    if script.network is not Network.HTTP:
+        yield None
+        return
+    try:
+        proxy = EgressProxy(egress, owner=uid)
+    except OSError as exc:
+        raise SandboxFailed(f"could not start the run's egress proxy: {exc}") from exc
+    with proxy:
+        yield proxy.socket_path
 
 
 def _remove(group: cgroup.RunCgroup) -> None:
@@ -182,7 +208,14 @@ def _data_files(script: Script) -> command.DataFiles:
         env=memfd("env", command.env_args(script)),
         etc={path: memfd(os.path.basename(path), text.encode())
              for path, text in command.ETC_FILES.items()},
+        forwarder=memfd("forward", _forwarder_source()) if script.network is Network.HTTP else None,
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _forwarder_source() -> bytes:
+    with open(FORWARDER, "rb") as source:
+        return source.read()
 
 
 class _Capped:

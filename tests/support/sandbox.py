@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from cronsvc.sandbox import Language, Limits, Sandbox, Script
+from cronsvc.sandbox import Language, Limits, Network, Sandbox, Script
 from cronsvc.sandbox.runner import HOST_UIDS
 
 PY, SH = Language.PYTHON, Language.SHELL
@@ -31,9 +31,11 @@ def box() -> Sandbox:
     return pinned_sandbox()
 
 
-def run(box: Sandbox, language: Language, source: str, env=None, **limits):
-    script = Script(language, textwrap.dedent(source).encode(), env=env or {})
-    return box.run(script, Limits(**limits))
+def run(box: Sandbox, language: Language, source: str, env=None, egress=None, **limits):
+    """`egress` (EgressRules): the run may reach the network through its proxy."""
+    network = Network.NONE if egress is None else Network.HTTP
+    script = Script(language, textwrap.dedent(source).encode(), env=env or {}, network=network)
+    return box.run(script, Limits(**limits), egress)
 
 
 def host_uid(box: Sandbox) -> int:
