@@ -31,7 +31,6 @@ ERROR_CODES = {
     "reserved_header": "a request header is set by cronsvc itself",
     "forbidden_target": "the URL points at a private, loopback or otherwise refused address",
     "sandbox_unavailable": "no worker can run script jobs in a sandbox now; script jobs are refused, never run unsandboxed",
-    "script_network_unsupported": "a script job asked for outbound network, which scripts do not have yet",
     "script_env": "a script variable name or value the sandbox refuses (name [A-Za-z_][A-Za-z0-9_]*, no NUL)",
     "script_too_large": "the script is over 64 KiB (UTF-8 bytes)",
     "invalid_region": "region is not one of the configured regions",

@@ -17,8 +17,10 @@ from django.conf import settings
 
 from cronsvc.delivery.client import DeliveryResult
 from cronsvc.delivery.outcome import Outcome
-from cronsvc.sandbox import (Language, Limits, Reason, SandboxFailed, SandboxUnavailable, Script, ScriptRejected,
-                             run_script, sandbox_available)
+from cronsvc.sandbox import (EgressRules, Language, Limits, Network, Reason, SandboxFailed, SandboxUnavailable, Script,
+                             ScriptRejected, run_script, sandbox_available)
+
+from .outbound import outbound_policy
 
 log = logging.getLogger("cronsvc.worker")
 
@@ -39,9 +41,11 @@ def is_script(job):
 
 
 def script_of(job):
-    """The job's script as the sandbox takes it."""
+    """The job's script as the sandbox takes it: with network, outbound HTTP(S) through the
+    run's egress proxy only (cronsvc/sandbox/egress.py)."""
     return Script(Language(job.script_language or "python"), job.script_source.encode(),
-                  env=dict(job.script_env or {}))
+                  env=dict(job.script_env or {}),
+                  network=Network.HTTP if job.script_allow_network else Network.NONE)
 
 
 def ScriptResult(**fields):  # noqa: N802 - a DeliveryResult, so the recording path takes it as it is
@@ -54,7 +58,7 @@ def execute(job, plan):
     sandbox did (that is the result's error_kind)."""
     started = time.monotonic()
     try:
-        result = run_script(script_of(job), script_limits(plan))
+        result = run_script(script_of(job), script_limits(plan), egress_rules())
     except (SandboxUnavailable, SandboxFailed, ScriptRejected) as exc:
         if isinstance(exc, SandboxUnavailable):
             log.error("script job %s: the sandbox is unavailable on this worker: %s", job.id, exc.message)
@@ -88,6 +92,13 @@ def script_limits(plan):
     return Limits(wall_seconds=float(plan.script_wall_seconds), cpu_seconds=plan.script_cpu_seconds,
                   memory_bytes=plan.script_memory_mb << 20, max_processes=plan.script_max_processes,
                   output_bytes=plan.script_output_kib << 10, tmp_bytes=plan.script_tmp_mb << 20)
+
+
+def egress_rules():
+    """What a script with network reaches: this worker's outbound policy (the one its HTTP
+    deliveries use: OUTBOUND_ALLOW_PRIVATE, OUTBOUND_ALLOWED_NETWORKS/PORTS) and the egress
+    proxy's own caps per run."""
+    return EgressRules(policy=outbound_policy())
 
 
 def outcome(result):

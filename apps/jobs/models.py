@@ -98,6 +98,10 @@ class Job(models.Model):
     script_source = models.TextField(blank=True, default="", db_default="")
     script_env = EncryptedJSONField(null=True, blank=True,
                                     help_text="The script's environment variables (encrypted; values never shown back).")
+    script_allow_network = models.BooleanField(
+        default=False, db_default=False,
+        help_text="The script may make outbound HTTP(S) requests through the platform's egress proxy, "
+                  "which applies the outbound address guard.")
 
     # Request
     url = models.URLField(max_length=2048, blank=True)

@@ -40,8 +40,10 @@ class ScriptSpecSerializer(serializers.Serializer):
                                    help_text=f"The script, at most {MAX_SCRIPT_BYTES} bytes (UTF-8).")
     env = ScriptEnvField(source="script_env", required=False, help_text=(
         "Environment variables, stored encrypted and shown back as '••••'; '••••' as a value keeps the stored one."))
-    allow_network = serializers.BooleanField(required=False, default=False, write_only=True, help_text=(
-        "Outbound HTTP from the script. Not offered yet: true is refused with `script_network_unsupported`."))
+    allow_network = serializers.BooleanField(source="script_allow_network", required=False, help_text=(
+        "Outbound HTTP(S) from the script (default false: no network at all). Only through the platform's "
+        "egress proxy (HTTP_PROXY/HTTPS_PROXY are set), which refuses private, loopback and metadata "
+        "addresses like any delivery; docs/script-jobs.md."))
 
     def to_representation(self, job):
         """null for an http job (and null given back is taken as no script)."""
@@ -59,10 +61,6 @@ def validate_kind(attrs, instance):
     """Check a job's kind and script together; fill in what a script job does not use.
     Raises ValidationError with the sandbox's codes (script_too_large, script_env, ...)."""
     kind = attrs.get("kind", instance.kind if instance else Job.Kind.HTTP)
-    if attrs.pop("allow_network", False):
-        raise _error("script.allow_network", "script_network_unsupported",
-                     "Scripts have no network yet (outbound HTTP through the platform's guard is planned); "
-                     "leave allow_network false.")
     if kind != Job.Kind.SCRIPT:
         if not attrs.get("url", instance.url if instance else ""):
             raise _error("request.url", "required", "request.url: an http job needs a URL.")

@@ -2,6 +2,7 @@
 by a real Celery worker in the sandbox, recorded like a response, retried like a 5xx.
 docs/script-jobs.md"""
 
+import json
 import uuid
 
 import pytest
@@ -55,7 +56,8 @@ def test_a_script_job_is_created_with_its_env_encrypted_and_masked(api, sandbox_
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["kind"] == "script"
-    assert body["script"] == {"language": "shell", "source": "echo hello\n", "env": {"TOKEN": "••••"}}
+    assert body["script"] == {"language": "shell", "source": "echo hello\n", "env": {"TOKEN": "••••"},
+                              "allow_network": False}
     job = Job.objects.get(pk=body["id"])
     assert job.script_env == {"TOKEN": "s3cr3t-value"}
     with connection.cursor() as cursor:
@@ -73,13 +75,30 @@ def test_a_script_job_is_created_with_its_env_encrypted_and_masked(api, sandbox_
 @pytest.mark.parametrize(("extra", "code"), [
     ({"script": {"source": "x" * (64 * 1024 + 1)}}, "max_length"),
     ({"script": {"env": {"BAD=NAME": "1"}}}, "script_env"),
-    ({"script": {"allow_network": True}}, "script_network_unsupported"),
     ({"script": {"language": "ruby"}}, "invalid_choice"),
 ])
 def test_invalid_scripts_are_refused_with_a_code(api, sandbox_reported, extra, code):
     response = api.post("/api/v1/jobs/", script_job(**extra), format="json")
     assert response.status_code == 400, response.json()
     assert error_of(response)["code"] == code, response.json()
+
+
+@pytest.mark.django_db
+def test_allow_network_is_stored_and_shown(api, sandbox_reported):
+    response = api.post("/api/v1/jobs/", script_job(script={"allow_network": True}), format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["script"]["allow_network"] is True
+    job = Job.objects.get(pk=response.json()["id"])
+    assert job.script_allow_network is True
+    # a PATCH of the script without it keeps it; false turns it off
+    response = api.patch(f"/api/v1/jobs/{job.pk}/", {"script": {"language": "shell", "source": "true\n"}},
+                         format="json")
+    assert response.status_code == 200 and response.json()["script"]["allow_network"] is True, response.json()
+    response = api.patch(f"/api/v1/jobs/{job.pk}/", {"script": {"language": "shell", "source": "true\n",
+                                                               "allow_network": False}}, format="json")
+    assert response.status_code == 200 and response.json()["script"]["allow_network"] is False, response.json()
+    job.refresh_from_db()
+    assert job.script_allow_network is False
 
 
 @pytest.mark.django_db
@@ -115,6 +134,81 @@ def test_escapes_fail_through_the_job_path(make_tenant, make_job, language, sour
     assert "manage.py" not in result.body_excerpt
 
 
+# What a script fetches through HTTP_PROXY: status, X-Egress-Error and body, or the error.
+FETCH = """
+import json, urllib.error, urllib.request
+seen = {}
+for url in URLS:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            seen[url] = [answer.status, None, answer.read().decode()]
+    except urllib.error.HTTPError as e:
+        seen[url] = [e.code, e.headers.get("X-Egress-Error"), e.read().decode()]
+    except OSError as e:
+        seen[url] = ["error", None, repr(e)]
+print(json.dumps(seen))
+"""
+
+
+def fetching(*urls):
+    """A Python script that fetches `urls` and prints what came back (FETCH)."""
+    return f"URLS = {list(urls)!r}\n" + FETCH
+
+
+def fetch_through_the_job(make_tenant, make_job, urls, allow_network=True):
+    tenant = make_tenant(plan="free")
+    job = make_job(tenant, url="", kind="script", script_language="python", script_allow_network=allow_network,
+                   script_source=fetching(*urls))
+    result = scripts.execute(job, tenant.organization.plan)
+    assert result.error_kind is None, (result.error_message, result.headers)
+    return json.loads(result.body_excerpt)
+
+
+@pytest.fixture
+def only_the_target(settings, target):
+    """The worker's policy as an operator would set it for a test endpoint on loopback."""
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    settings.OUTBOUND_ALLOWED_PORTS = str(target.server.server_address[1])
+    return target
+
+
+@pytest.mark.django_db
+def test_a_script_with_network_reaches_an_allowed_target_and_nothing_else(make_tenant, make_job, only_the_target):
+    target, port = only_the_target, only_the_target.server.server_address[1]
+    allowed = target.url("/from-a-script")
+    refused = {f"http://169.254.169.254:{port}/latest/meta-data/": "link-local",
+               f"http://10.20.30.40:{port}/": "private",
+               f"http://[::1]:{port}/": "loopback",
+               "http://127.0.0.1:5432/": "port 5432 is not allowed",
+               "http://127.0.0.1:6379/": "port 6379 is not allowed"}
+    seen = fetch_through_the_job(make_tenant, make_job, [allowed, *refused])
+    assert seen[allowed][0] == 200, seen
+    assert len(target.requests_to("/from-a-script")) == 1
+    for url, reason in refused.items():
+        status, code, body = seen[url]
+        assert (status, code) == (403, "egress_forbidden") and reason in body, (url, seen[url])
+    assert len(target.received) == 1
+
+
+@pytest.mark.django_db
+def test_the_worker_policy_decides_loopback_and_names_are_checked_after_resolving(make_tenant, make_job, settings,
+                                                                                   target):
+    settings.OUTBOUND_ALLOWED_NETWORKS = []  # the default: loopback refused
+    port = target.server.server_address[1]
+    urls = [target.url("/"), f"http://localhost:{port}/"]
+    seen = fetch_through_the_job(make_tenant, make_job, urls)
+    assert [seen[url][:2] for url in urls] == [[403, "egress_forbidden"]] * 2, seen
+    assert "localhost (" in seen[urls[1]][2] and "loopback" in seen[urls[1]][2]
+    assert target.received == []
+
+
+@pytest.mark.django_db
+def test_without_allow_network_a_script_has_no_proxy_and_no_way_out(make_tenant, make_job, only_the_target):
+    seen = fetch_through_the_job(make_tenant, make_job, [only_the_target.url("/nope")], allow_network=False)
+    assert seen[only_the_target.url("/nope")][0] == "error"
+    assert only_the_target.received == []
+
+
 @pytest.mark.django_db
 def test_a_script_does_not_see_another_jobs_environment(make_tenant, make_job):
     tenant = make_tenant()
@@ -132,10 +226,11 @@ def test_a_script_does_not_see_another_jobs_environment(make_tenant, make_job):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_script_job_runs_in_a_real_worker_and_a_failing_one_retries(tmp_path, make_tenant, api, tenant,
-                                                                       live_broker, settings):
+                                                                       live_broker, settings, target):
     scheduler = start_scheduler(tmp_path, **FAST, **live_broker.env)  # it hands retries back when due
     worker = start_worker(tmp_path, [live_broker.private_queue(tenant)], SANDBOX_REPORT_KEY=settings.SANDBOX_REPORT_KEY,
-                          **FAST, **live_broker.env)
+                          OUTBOUND_ALLOWED_NETWORKS="127.0.0.1/32",
+                          OUTBOUND_ALLOWED_PORTS=str(target.server.server_address[1]), **FAST, **live_broker.env)
     try:
         # the worker reports that it can sandbox; until then script jobs are refused
         wait_for(lambda: redis_client().exists(settings.SANDBOX_REPORT_KEY), timeout=30,
@@ -147,16 +242,25 @@ def test_a_script_job_runs_in_a_real_worker_and_a_failing_one_retries(tmp_path, 
             "shell", "echo doomed >&2\nexit 3\n",
             retry={"max_attempts": 2, "initial_delay_seconds": 1, "max_delay_seconds": 1}), format="json")
         assert failing.status_code == 201, failing.json()
+        online = api.post("/api/v1/jobs/", script_job("python", fetching(target.url("/from-a-worker")),
+                                                      script={"allow_network": True}), format="json")
+        assert online.status_code == 201, online.json()
         good = trigger_now(Job.objects.get(pk=ok.json()["id"]))
         bad = trigger_now(Job.objects.get(pk=failing.json()["id"]))
+        fetched = trigger_now(Job.objects.get(pk=online.json()["id"]))
         wait_for(lambda: Execution.objects.get(pk=good.pk).status == "succeeded", timeout=60,
                  message="the script to succeed")
+        wait_for(lambda: Execution.objects.get(pk=fetched.pk).status == "succeeded", timeout=60,
+                 message="the script with network to succeed")
         wait_for(lambda: Execution.objects.get(pk=bad.pk).status in ("dead", "failed"), timeout=60,
                  message="the failing script to give up")
     finally:
         scheduler.stop()
         worker.stop()
         redis_client().delete(settings.SANDBOX_REPORT_KEY)
+    (attempt,) = Execution.objects.get(pk=fetched.pk).attempts.all()
+    assert json.loads(attempt.response_body)[target.url("/from-a-worker")][0] == 200, attempt.response_body
+    assert len(target.requests_to("/from-a-worker")) == 1
     (attempt,) = Execution.objects.get(pk=good.pk).attempts.all()
     assert attempt.response_body == "6x7 = 42 n1\n"
     assert attempt.response_headers["exit-code"] == "0" and attempt.outcome == "succeeded"
