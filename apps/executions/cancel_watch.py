@@ -12,6 +12,7 @@ asks nothing.
 import logging
 import os
 import threading
+import time
 
 from django.conf import settings
 
@@ -34,11 +35,15 @@ class CancelWatch:
         """A Cancellation for this run's request, watched until ``forget``."""
         cancellation = Cancellation()
         with self._cond:
+            was_idle = not self._watched
             self._watched[execution_id] = cancellation
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="delivery-cancel-watch", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if was_idle:
+                # Only an idle watch is woken: a notify per run started cut every interval
+                # short, and a busy process looked as often as it started runs.
+                self._cond.notify()
         return cancellation
 
     def forget(self, execution_id):
@@ -63,7 +68,7 @@ class CancelWatch:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._watched)
-                self._cond.wait(self.interval)  # a run just started is checked after one interval
+            time.sleep(self.interval)  # a run just started is checked within one interval
             try:
                 self.check_once()
             except Exception:  # noqa: BLE001 - Redis away: the requests run on, the runs stay cancelled

@@ -33,8 +33,8 @@ from datetime import timedelta
 from functools import lru_cache
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 import cronsvc
@@ -48,8 +48,9 @@ from cronsvc.delivery.request import PreparedDelivery, RequestSpec, prepare, sta
 from cronsvc.delivery.retry import RetryPolicy, next_delay, parse_retry_after, should_retry
 from cronsvc.delivery.template import UpstreamResult, WorkflowVariables, upstream_key
 
-from . import events, hooks, recording, scripts
+from . import events, hooks, queries, recording, scripts
 from .cancel_watch import cancel_watch
+from .jobcache import JobCache
 from .logcontext import EXECUTION_ID
 from .models import Execution
 from .outbound import guards, http_session, outbound_policy, wall_clock
@@ -304,17 +305,47 @@ PLAN_FIELDS = ("plan", "plan__code", "plan__max_concurrency", "plan__max_attempt
                "plan__script_max_processes", "plan__script_output_kib", "plan__script_tmp_mb")
 
 
+# The claim reads the execution's own columns and its job's stamp; the job comes from the
+# process's cache (jobcache.py).
+EXECUTION_FIELDS = tuple(name for name in CLAIMED_FIELDS if not name.startswith("job__"))
+JOB_FIELDS = tuple(name.removeprefix("job__") for name in CLAIMED_FIELDS if name.startswith("job__"))
+
+
 def claim(execution_ids, now):
     """Move the queued runs among ``execution_ids`` to ``running``, atomically: a
-    duplicate or stale message finds nothing left to claim."""
+    duplicate or stale message finds nothing left to claim. On PostgreSQL one statement
+    claims them and returns each run's columns and its job's stamp; the jobs come from the
+    process's cache."""
+    if connection.vendor != "postgresql":
+        return _claim_by_orm(execution_ids, now)
+    with transaction.atomic():
+        rows = queries.claim_queued(execution_ids, now=now, due_by=now + timedelta(seconds=1),
+                                    lease_margin=settings.DELIVERY_LEASE_MARGIN)
+        width = len(queries.CLAIMED_COLUMNS)
+        jobs = _job_cache().current({row[1]: tuple(row[width:]) for row in rows})
+        executions = []
+        for row in rows:
+            execution = Execution.from_db(connection.alias, queries.CLAIMED_COLUMNS, row[:width])
+            execution.job = jobs[execution.job_id]
+            executions.append(execution)
+        events.changed(executions, S.RUNNING, S.QUEUED, now, attempt=lambda e: e.attempt + 1)
+    _share_owners(executions)
+    return executions
+
+
+def _claim_by_orm(execution_ids, now):
+    """The claim elsewhere (the embedded mode's SQLite: one worker, no row locks)."""
     with transaction.atomic():
         executions = list(
             Execution.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(id__in=execution_ids, status=S.QUEUED)
             .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now + timedelta(seconds=1)))
-            .select_related("job")
-            .only(*CLAIMED_FIELDS)
+            .annotate(stamp_version=F("job__version"), stamp_updated_at=F("job__updated_at"))
+            .only(*EXECUTION_FIELDS)
         )
+        jobs = _job_cache().current({e.job_id: (e.stamp_version, e.stamp_updated_at) for e in executions})
+        for execution in executions:
+            execution.job = jobs[execution.job_id]
         for timeout, group in _by_timeout(executions).items():
             lease_until = now + timedelta(seconds=timeout + settings.DELIVERY_LEASE_MARGIN)
             Execution.objects.filter(id__in=[e.id for e in group]).update(
@@ -627,7 +658,7 @@ def _settle(runs, successes, failures):
             run.job_locked = False
 
 
-_pool = {"pid": None, "executor": None, "capacity": None, "late": None}
+_pool = {"pid": None, "executor": None, "capacity": None, "late": None, "jobs": None}
 _pool_lock = threading.Lock()
 
 
@@ -635,7 +666,7 @@ def _process_local(name, make):
     """One of each per process (made after a fork, never inherited from the parent)."""
     with _pool_lock:
         if _pool["pid"] != os.getpid():
-            _pool.update(pid=os.getpid(), executor=None, capacity=None, late=None)
+            _pool.update(pid=os.getpid(), executor=None, capacity=None, late=None, jobs=None)
         if _pool[name] is None:
             _pool[name] = make()
         return _pool[name]
@@ -648,6 +679,10 @@ def _executor():
 
 def _capacity():
     return _process_local("capacity", lambda: _Capacity(settings.DELIVERY_MAX_INFLIGHT))
+
+
+def _job_cache():
+    return _process_local("jobs", lambda: JobCache(JOB_FIELDS))
 
 
 def _late_recorder():

@@ -92,6 +92,35 @@ UPDATE_JOB_HEALTH = (
     f"FROM {JOB_HEALTH.source} WHERE j.id = v.id"
 )
 
+# --- claiming (delivery.py) ---------------------------------------------------------------
+
+#: The columns a claim returns per run: the execution's own, then its job's stamp
+#: (apps.executions.jobcache) as ``job_stamp_version`` and ``job_stamp_updated_at``.
+CLAIMED_COLUMNS = tuple(  # in the model's field order, as Model.from_db takes them
+    field.attname for field in Execution._meta.concrete_fields
+    if field.attname in {"id", "job_id", "organization_id", "scheduled_for", "attempt", "trigger", "upstream_executions"})
+_EXEC = _quote(Execution._meta.db_table)
+
+#: Queued runs among the ids (those not yet due for a retry stay), locked without waiting
+#: for a row another worker holds, moved to running with a lease of their job's timeout
+#: plus the margin: one statement.
+CLAIM = (
+    f"WITH c AS (SELECT id FROM {_EXEC} WHERE id = ANY(%b::uuid[]) AND status = '{S.QUEUED}' "
+    "AND (next_attempt_at IS NULL OR next_attempt_at <= %b) FOR UPDATE SKIP LOCKED) "
+    f"UPDATE {_EXEC} AS e SET status = '{S.RUNNING}', started_at = %b, "
+    "lease_expires_at = %b + make_interval(secs => j.timeout_seconds + %b) "
+    f"FROM c, {_quote(Job._meta.db_table)} AS j WHERE e.id = c.id AND j.id = e.job_id "
+    f"RETURNING {', '.join('e.' + name for name in CLAIMED_COLUMNS)}, j.version, j.updated_at"
+)
+
+
+def claim_queued(ids, *, now, due_by, lease_margin):
+    """Rows of CLAIMED_COLUMNS + (job version, job updated_at) for the runs claimed."""
+    with binding_cursor() as cursor:
+        cursor.execute(CLAIM, [list(ids), due_by, now, now, float(lease_margin)], binary=True)
+        return cursor.fetchall()
+
+
 # --- scheduling --------------------------------------------------------------------------
 
 #: Each claimed job's next due time (and when it expired, if it did).

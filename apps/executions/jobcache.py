@@ -1,0 +1,60 @@
+"""The jobs a worker process sends for, kept between batches.
+
+A job's request changes rarely and is read for every run: loading it with each claim
+(its columns, JSON fields and the decryption of its auth, secret headers and script
+environment) was a fifth of a worker's CPU per delivery (bench/bench_delivery.py). The
+claim reads each run's job stamp instead — the job's ``version`` and ``updated_at`` — and
+this cache hands back the job it holds for that stamp, loading only the jobs it does not
+hold as they are now (one query for all of a batch's missing jobs).
+
+Every change of a job's request bumps its stamp: the services, pages, admin, crontab
+import and rollback write a new version, and any ``save()`` moves ``updated_at``. The
+health counters the workers update with ``.update()`` are not part of the request and
+leave the stamp alone, so they do not empty the cache.
+"""
+
+import threading
+from collections import OrderedDict
+
+from apps.jobs.models import Job
+
+# Jobs kept per process; a million-job tenant set simply loads more often.
+DEFAULT_SIZE = 10_000
+
+
+class JobCache:
+    def __init__(self, fields, size=DEFAULT_SIZE):
+        self.fields = tuple(dict.fromkeys(("id", "version", "updated_at", *fields)))
+        self.size = size
+        self._jobs = OrderedDict()  # job id -> Job
+        self._lock = threading.Lock()
+
+    def current(self, stamps):
+        """The jobs of ``stamps`` ({job id: (version, updated_at)}), each as of its stamp
+        or newer: {job id: Job}."""
+        found, missing = {}, []
+        with self._lock:
+            for job_id, stamp in stamps.items():
+                job = self._jobs.get(job_id)
+                if job is not None and (job.version, job.updated_at) == stamp:
+                    self._jobs.move_to_end(job_id)
+                    found[job_id] = job
+                else:
+                    missing.append(job_id)
+        if missing:
+            loaded = Job.objects.only(*self.fields).in_bulk(missing)
+            found.update(loaded)
+            self._keep(loaded.values())
+        return found
+
+    def _keep(self, jobs):
+        with self._lock:
+            for job in jobs:
+                self._jobs[job.id] = job
+                self._jobs.move_to_end(job.id)
+            while len(self._jobs) > self.size:
+                self._jobs.popitem(last=False)
+
+    def clear(self):
+        with self._lock:
+            self._jobs.clear()

@@ -1,0 +1,59 @@
+"""A worker keeps the jobs it sends for between batches (apps/executions/jobcache.py): a
+claim loads only the jobs it does not hold as they are now, and a changed job is sent as
+changed from the next claim on."""
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from apps.executions import delivery
+from tests.delivery.test_grouping import queued
+
+
+def _claimed_job(tenant, job):
+    (execution,) = delivery.claim([queued(tenant, job).id], timezone.now())
+    return execution.job
+
+
+def _job_queries(tenant, job):
+    with CaptureQueriesContext(connection) as captured:
+        _claimed_job(tenant, job)
+    return [q["sql"] for q in captured if 'FROM "jobs_job"' in q["sql"].split(" WHERE ")[0]
+            and "FOR UPDATE" not in q["sql"]]
+
+
+def test_a_job_is_loaded_once_while_it_does_not_change(tenant, make_job):
+    job = make_job(tenant, url="https://example.com/first")
+    assert len(_job_queries(tenant, job)) == 1
+    assert _job_queries(tenant, job) == []  # the second claim takes the job the process holds
+
+
+def test_a_saved_job_is_claimed_as_it_now_is(tenant, make_job):
+    job = make_job(tenant, url="https://example.com/first", headers={"X-A": "1"})
+    assert _claimed_job(tenant, job).url == "https://example.com/first"
+    job.url, job.headers = "https://example.com/second", {"X-A": "2"}
+    job.save()
+    claimed = _claimed_job(tenant, job)
+    assert (claimed.url, claimed.headers) == ("https://example.com/second", {"X-A": "2"})
+
+
+def test_a_new_version_is_claimed_as_it_now_is_even_with_the_same_updated_at(tenant, make_job):
+    """The stamp is the version too: a change written with an old ``updated_at`` (an
+    import, a rollback in the same clock tick) is not missed."""
+    job = make_job(tenant, url="https://example.com/first")
+    assert _claimed_job(tenant, job).url == "https://example.com/first"
+    type(job).objects.filter(id=job.id).update(url="https://example.com/rolled-back", version=job.version + 1)
+    assert _claimed_job(tenant, job).url == "https://example.com/rolled-back"
+
+
+def test_the_lease_follows_a_changed_timeout(tenant, make_job):
+    job = make_job(tenant, url="https://example.com/first", timeout_seconds=10)
+    assert _claimed_job(tenant, job).timeout_seconds == 10
+    job.timeout_seconds = 20
+    job.save()
+    execution = queued(tenant, job)
+    now = timezone.now()
+    (claimed,) = delivery.claim([execution.id], now)
+    assert claimed.job.timeout_seconds == 20
+    execution.refresh_from_db()
+    assert (execution.lease_expires_at - now).total_seconds() >= 20
