@@ -296,7 +296,7 @@ CLAIMED_FIELDS = (
     "job__max_attempts", "job__retry_initial_delay_seconds", "job__retry_max_delay_seconds",
     "job__retry_multiplier", "job__retry_on_timeout", "job__overlap_policy", "job__rate_limit_per_minute",
     "upstream_executions",
-    "job__kind", "job__script_language", "job__script_source", "job__script_env",
+    "job__kind", "job__script_language", "job__script_source", "job__script_env", "job__script_allow_network",
 )
 PROJECT_FIELDS = ("id", "organization", "signing_secrets")
 PLAN_FIELDS = ("plan", "plan__code", "plan__max_concurrency", "plan__max_attempts", "plan__auto_disable_after_failures",
