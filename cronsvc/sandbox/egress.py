@@ -23,6 +23,7 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -33,6 +34,7 @@ from ._forward import Relay
 PROXY_PORT = 3128  # where HTTP_PROXY points inside the sandbox (its own loopback)
 TUNNEL_PORTS = frozenset({443, 8443})
 MAX_HEAD_BYTES = 64 * 1024
+_CLOSE_GRACE = 2.0  # seconds close() waits for the run's connection threads, all together
 _HOP_BY_HOP = frozenset({"connection", "proxy-connection", "keep-alive", "proxy-authorization",
                          "proxy-authenticate", "te", "trailer", "upgrade"})
 
@@ -105,10 +107,11 @@ class EgressProxy:
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the threads blocked on them
             except OSError:
                 pass
-        self._acceptor.join(2)
+        deadline = time.monotonic() + _CLOSE_GRACE
+        self._acceptor.join(_CLOSE_GRACE)
         self._listener.close()
-        for thread in self._threads:
-            thread.join(1)
+        for thread in self._threads:  # one still resolving or connecting ends on its own
+            thread.join(max(0.0, deadline - time.monotonic()))
         shutil.rmtree(self.directory, ignore_errors=True)
 
     # -- the run's connections
