@@ -200,9 +200,9 @@ _in_flight_tasks = set()  # the loop keeps only weak references to its tasks
 
 
 def _create_send_tasks(engine, runs, mailbox):
-    session, policy = _async_session(engine), outbound_policy()
+    session, policy, watch = _async_session(engine), outbound_policy(), cancel_watch()
     for run in runs:
-        task = engine.loop.create_task(_send_async(mailbox, run, session, policy))
+        task = engine.loop.create_task(_send_async(mailbox, run, session, policy, watch))
         _in_flight_tasks.add(task)
         task.add_done_callback(_in_flight_tasks.discard)
 
@@ -216,9 +216,8 @@ def _async_session(engine):
     return sessions[policy]
 
 
-async def _send_async(mailbox, run, session, policy):
+async def _send_async(mailbox, run, session, policy, watch):
     EXECUTION_ID.set(run.execution.id)  # this task's log lines name the run it sends
-    watch = cancel_watch()
     try:
         run.cancellation = watch.watch(run.execution.id)
         result = await deliver_async(run.prepared, session=session, policy=policy,

@@ -182,7 +182,25 @@ _UNSAFE_URL_CHARS = re.compile(r"[\x00-\x20\x7f\\]")
 
 
 def check_url(url: str, policy: AddressPolicy) -> Target:
-    """Refuse what can be refused from the URL alone: scheme, credentials, port, IP literals."""
+    """Refuse what can be refused from the URL alone: scheme, credentials, port, IP literals.
+
+    Every hop of every delivery passes here, and a job sends to the same URL run after
+    run: the verdict of a (URL, policy) pair, which depends on nothing else, is kept."""
+    target, refusal = _url_verdict(url, policy)
+    if refusal is not None:
+        raise ForbiddenTarget(refusal)
+    return target
+
+
+@lru_cache(maxsize=8192)
+def _url_verdict(url: str, policy: AddressPolicy) -> tuple[Target | None, str | None]:
+    try:
+        return _check_url(url, policy), None
+    except ForbiddenTarget as exc:
+        return None, exc.reason
+
+
+def _check_url(url: str, policy: AddressPolicy) -> Target:
     parts = _split(url)
     scheme = parts.scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
