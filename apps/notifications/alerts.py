@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from cronsvc.notify import decide as logic
@@ -21,6 +20,7 @@ from cronsvc.statuses import RAN
 from .dispatch import queue_events, queue_notifications
 from .evidence import build_alert
 from .models import AlertState, Channel, EventSubscription, Notification, OutboxEvent
+from .queries import listening_job_ids
 from .rules import rules_for
 
 AUTO_DISABLED_PREFIX = "Disabled automatically"
@@ -50,9 +50,10 @@ def listened_jobs(job_ids):
     """{job_id: Job} of those jobs whose project has an enabled channel or subscription."""
     from apps.jobs.models import Job
 
-    listening = (Exists(Channel.objects.filter(project_id=OuterRef("project_id"), enabled=True))
-                 | Exists(EventSubscription.objects.filter(project_id=OuterRef("project_id"), enabled=True)))
-    return {job.id: job for job in Job.objects.filter(Q(id__in=job_ids) & listening).select_related("project")}
+    listened = listening_job_ids(job_ids)
+    if not listened:
+        return {}
+    return {job.id: job for job in Job.objects.filter(id__in=listened).select_related("project")}
 
 
 def _by_project(queryset):
