@@ -42,6 +42,7 @@ API_PATH_TO_FIELD = {
     "windows": "windows", "blackouts": "blackouts", "outside_window": "outside_window", "priority": "priority",
     "kind": "kind", "script": "script_source", "script.language": "script_language",
     "script.source": "script_source", "script.env": "script_env",
+    "script.allow_network": "script_allow_network",
 }
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600}
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"
@@ -96,6 +97,7 @@ def form_values(job):
         "outside_window": job.outside_window, "priority": job.priority,
         "kind": job.kind, "script_language": job.script_language or Job.ScriptLanguage.PYTHON,
         "script_source": job.script_source, "script_env": [(name, MASK) for name in job.script_env or {}],
+        "script_allow_network": job.script_allow_network,
     }
 
 
@@ -122,6 +124,7 @@ def posted_values(post, *, stored_auth=None):
         auth_password="", auth_token="",  # a secret typed in is not echoed back into the page
         dependencies=_dependency_rows(post), dependency_mode=post.get("dependency_mode", "all"),
         kind=post.get("kind") or Job.Kind.HTTP, script_env=_env_rows(post),
+        script_allow_network=_checked(post, "script_allow_network"),
     )
     return values
 
@@ -243,11 +246,13 @@ def _request(post, stored_auth):
 def _script(post):
     """The script block. A textarea posts CRLF line ends; a shell would read each \\r as part
     of a command. Every environment row is sent: a row removed (or its name cleared) removes
-    the variable, and a value left as the mask keeps the stored one (the API's rule)."""
+    the variable, and a value left as the mask keeps the stored one (the API's rule). The
+    network checkbox is sent either way: unchecked is ``allow_network: false``."""
     return {
         "language": post.get("script_language", ""),
         "source": post.get("script_source", "").replace("\r\n", "\n"),
         "env": dict(_env_rows(post)),
+        "allow_network": _checked(post, "script_allow_network"),
     }
 
 

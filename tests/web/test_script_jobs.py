@@ -1,6 +1,7 @@
 """Script jobs on the pages: the job form (kind, language, source, masked environment), its
 errors, duplicate, the job and run pages, tenancy. docs/web-pages.md, docs/script-jobs.md"""
 
+import re
 import uuid
 from datetime import timedelta
 
@@ -20,6 +21,14 @@ from tests.web.conftest import job_form
 
 def html(response):
     return response.content.decode()
+
+
+def network_checked(page):
+    """Whether the page's "Allow outbound HTTP(S)" checkbox is checked (it must be there)."""
+    found = re.search(r'<input type="checkbox" id="id_script_allow_network" name="script_allow_network" (checked)?',
+                      page)
+    assert found, "no network checkbox on the page"
+    return bool(found.group(1))
 
 
 def script_form(tenant, **overrides):
@@ -67,6 +76,23 @@ def test_create_a_script_job_through_the_form(tenant, owner, sandbox_reported):
     assert AuditEvent.objects.filter(action="job.create", target_id=str(job.pk)).exists()
 
 
+@pytest.mark.parametrize(("posted", "allowed"), [({"script_allow_network": "on"}, True), ({}, False)])
+def test_create_a_script_job_with_or_without_the_network(tenant, owner, sandbox_reported, posted, allowed):
+    """The checkbox is the API's script.allow_network; a browser sends nothing for it unchecked."""
+    response = owner.post("/jobs/new/", script_form(tenant, **posted))
+    assert response.status_code == 302, html(response)
+    job = Job.objects.get(name="Nightly report")
+    assert job.kind == "script" and job.script_allow_network is allowed
+
+
+def test_the_network_checkbox_stays_checked_when_the_form_comes_back(tenant, owner):
+    """No worker has reported: the form is shown again with the box as posted."""
+    response = owner.post("/jobs/new/", script_form(tenant, script_allow_network="on"))
+    assert response.status_code == 400
+    assert network_checked(html(response))
+    assert not network_checked(html(owner.post("/jobs/new/", script_form(tenant))))
+
+
 def test_the_kind_decides_which_fields_are_saved(tenant, owner, sandbox_reported):
     """Both field sets are posted; an http job ignores the script's."""
     response = owner.post("/jobs/new/", script_form(tenant, kind="http", url="https://example.com/hook"))
@@ -82,6 +108,8 @@ def test_the_new_job_form_offers_both_kinds(tenant, owner):
     assert 'data-job-kind="http"' in page and 'data-job-kind="script"' in page
     assert 'name="script_source"' in page and 'name="env_name"' in page
     assert '<option value="python" selected>Python</option>' in page
+    assert "Allow outbound HTTP(S) (through the platform's address guard)" in page
+    assert not network_checked(page)
 
 
 def test_the_edit_form_shows_env_names_never_their_values(owner, script_job):
@@ -107,6 +135,23 @@ def test_edit_keeps_an_env_value_left_masked(tenant, owner, script_job):
     assert owner.post(f"/jobs/{script_job.pk}/edit/", form).status_code == 302
     script_job.refresh_from_db()
     assert script_job.script_env == {"TOKEN": "rotated"}
+
+
+def test_edit_turns_the_network_on_and_off(tenant, owner, script_job):
+    assert not network_checked(html(owner.get(f"/jobs/{script_job.pk}/edit/")))
+    form = script_form(tenant, name="nightly script", env_name=["REGION", "TOKEN"], env_value=[MASK, MASK],
+                       script_allow_network="on")
+    assert owner.post(f"/jobs/{script_job.pk}/edit/", form).status_code == 302
+    script_job.refresh_from_db()
+    assert script_job.script_allow_network is True
+    assert network_checked(html(owner.get(f"/jobs/{script_job.pk}/edit/")))
+    # unchecked, the browser posts nothing for it: that turns it off (not "keep the stored value")
+    del form["script_allow_network"]
+    assert owner.post(f"/jobs/{script_job.pk}/edit/", form).status_code == 302
+    script_job.refresh_from_db()
+    assert script_job.script_allow_network is False
+    assert script_job.script_env == {"REGION": "eu", "TOKEN": "s3cr3t-token"}
+    assert not network_checked(html(owner.get(f"/jobs/{script_job.pk}/edit/")))
 
 
 def test_an_http_job_can_become_a_script_job_and_back(tenant, owner, make_job, sandbox_reported):
@@ -166,6 +211,15 @@ def test_duplicate_a_script_job_keeps_its_env(owner, script_job, sandbox_reporte
     assert copy.script_env == {"REGION": "eu", "TOKEN": "s3cr3t-token"}
 
 
+@pytest.mark.parametrize("allowed", [True, False])
+def test_duplicate_copies_the_network_setting(owner, script_job, sandbox_reported, allowed):
+    Job.objects.filter(pk=script_job.pk).update(script_allow_network=allowed)
+    owner.post(f"/jobs/{script_job.pk}/duplicate/")
+    copy = Job.objects.get(name="nightly script (copy)")
+    assert copy.script_allow_network is allowed
+    assert network_checked(html(owner.get(f"/jobs/{copy.pk}/edit/"))) is allowed
+
+
 def test_duplicate_says_why_it_could_not(owner, script_job):
     response = owner.post(f"/jobs/{script_job.pk}/duplicate/", follow=True)
     assert "Could not duplicate: No worker can run scripts" in html(response)
@@ -181,6 +235,18 @@ def test_the_job_page_shows_the_script_not_a_request(owner, script_job):
     assert f"REGION={MASK}" in page and f"TOKEN={MASK}" in page and "s3cr3t-token" not in page
     assert "exit code 0" in page
     assert "<dt>Request</dt>" not in page and "<dt>Authentication</dt>" not in page
+    assert "<dt>Network</dt><dd>none</dd>" in page
+
+
+def test_the_job_page_shows_the_network(owner, script_job):
+    Job.objects.filter(pk=script_job.pk).update(script_allow_network=True)
+    page = html(owner.get(f"/jobs/{script_job.pk}/"))
+    assert "<dt>Network</dt><dd>outbound HTTP through the guard</dd>" in page
+
+
+def test_an_http_job_page_has_no_network_line(tenant, owner, make_job):
+    page = html(owner.get(f"/jobs/{make_job(tenant, name='webhook').pk}/"))
+    assert "<dt>Network</dt>" not in page
 
 
 def test_the_dashboard_shows_the_kind(tenant, owner, make_job, script_job):
