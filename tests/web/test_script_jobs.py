@@ -258,7 +258,7 @@ def test_the_dashboard_shows_the_kind(tenant, owner, make_job, script_job):
 def recorded_run(job, result, monkeypatch):
     """An execution of ``job`` recorded from a sandbox ``result`` the way a worker records it:
     scripts.execute's response columns (the sandbox itself is not run here)."""
-    monkeypatch.setattr(scripts, "run_script", lambda script, limits: result)
+    monkeypatch.setattr(scripts, "run_script", lambda script, limits, egress=None: result)
     run = scripts.execute(job, job.organization.plan)
     now = timezone.now()
     outcome = scripts.outcome(run)
@@ -302,7 +302,7 @@ def test_the_run_page_shows_the_limit_hit(owner, script_job, monkeypatch):
 def test_a_script_that_never_started_says_so(owner, script_job, monkeypatch):
     from cronsvc.sandbox import SandboxUnavailable
 
-    def unavailable(script, limits):
+    def unavailable(script, limits, egress=None):
         raise SandboxUnavailable("bubblewrap not found")
 
     monkeypatch.setattr(scripts, "run_script", unavailable)
