@@ -328,7 +328,9 @@ def claim(execution_ids, now):
             execution.job = jobs[execution.job_id]
             executions.append(execution)
         events.changed(executions, S.RUNNING, S.QUEUED, now, attempt=lambda e: e.attempt + 1)
-    _share_owners(executions)
+    if executions:
+        _give_owners(executions, *queries.owners({e.job.project_id for e in executions},
+                                                  {e.organization_id for e in executions}))
     return executions
 
 
@@ -368,6 +370,10 @@ def _share_owners(executions):
     projects = Project.objects.only(*PROJECT_FIELDS).in_bulk({e.job.project_id for e in executions})
     organizations = (Organization.objects.select_related("plan").only(*PLAN_FIELDS)
                      .in_bulk({e.organization_id for e in executions}))
+    _give_owners(executions, projects, organizations)
+
+
+def _give_owners(executions, projects, organizations):
     for execution in executions:
         execution.job.project = projects[execution.job.project_id]
         execution.organization = organizations[execution.organization_id]

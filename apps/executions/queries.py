@@ -11,6 +11,7 @@ from apps.eventstream import outbox
 from apps.eventstream import queries as event_queries
 from apps.jobs.models import Job
 from apps.sql.bulk import Unnest, binding_cursor
+from apps.sql.rows import fetch_all, select_list
 
 from .models import Attempt, Execution
 
@@ -119,6 +120,34 @@ def claim_queued(ids, *, now, due_by, lease_margin):
     with binding_cursor() as cursor:
         cursor.execute(CLAIM, [list(ids), due_by, now, now, float(lease_margin)], binary=True)
         return cursor.fetchall()
+
+
+def _owners_sql():
+    from apps.accounts.models import Organization
+    from apps.projects.models import Project
+
+    plan = Organization._meta.get_field("plan")
+    plan_model = plan.related_model
+    projects = (f"SELECT {select_list(Project, 'p')} FROM {_quote(Project._meta.db_table)} p "
+                "WHERE p.id = ANY(%s)")
+    organizations = (
+        f"SELECT {select_list(Organization, 'o')}, {select_list(plan_model, 'pl')} "
+        f"FROM {_quote(Organization._meta.db_table)} o JOIN {_quote(plan_model._meta.db_table)} pl "
+        f"ON pl.{_quote(plan.target_field.column)} = o.{_quote(plan.column)} WHERE o.id = ANY(%s)")
+    return Project, projects, Organization, plan_model, organizations
+
+
+def owners(project_ids, organization_ids):
+    """The claimed runs' projects and organizations (each with its plan loaded):
+    ({id: Project}, {id: Organization}), in two statements of one array each (the ORM's
+    ``in_bulk`` cost a worker ~1.5 ms of CPU per batch to build the same)."""
+    project_model, projects_sql, organization_model, plan_model, organizations_sql = _owners_sql()
+    projects = {project.id: project for (project,) in fetch_all(projects_sql, [list(project_ids)], project_model)}
+    organizations = {}
+    for organization, plan in fetch_all(organizations_sql, [list(organization_ids)], organization_model, plan_model):
+        organization.plan = plan
+        organizations[organization.id] = organization
+    return projects, organizations
 
 
 # --- scheduling --------------------------------------------------------------------------
