@@ -27,7 +27,7 @@ from cronsvc.delivery import limits as limit_scripts
 from cronsvc.delivery.breaker import CircuitBreaker, Decision
 from cronsvc.delivery.client import make_session
 from cronsvc.delivery.guard import AddressPolicy, parse_networks, parse_ports
-from cronsvc.delivery.limits import LeaseSemaphore, TokenBucket
+from cronsvc.delivery.limits import LeaseSemaphore, TokenBucket, lease_key_ttl
 
 
 def outbound_policy():
@@ -110,7 +110,7 @@ class Guards:
         pipe = self.client.pipeline(transaction=False)
         for organization_id, runs in per_org.items():
             limit = runs[0][1]
-            ttl = max(self.concurrency(organization_id, limit, lease)._key_ttl() for _, _, lease, _ in runs)
+            ttl = max(lease_key_ttl(lease) for _, _, lease, _ in runs)
             args = [repr(float(now)), limit, ttl]
             for _, _, lease_seconds, holder in runs:
                 args += [holder, repr(float(lease_seconds))]

@@ -7,6 +7,7 @@ the last slot) and take the time as a parameter (wall-clock seconds shared by wo
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 _ACQUIRE = """
 local key, holder, now = KEYS[1], ARGV[1], tonumber(ARGV[2])
@@ -82,8 +83,16 @@ class LeaseSemaphore:
         self.key = key
         self.limit = limit
         self.lease_seconds = lease_seconds
-        self._acquire = redis_client.register_script(_ACQUIRE)
-        self._renew = redis_client.register_script(_RENEW)
+
+    # Registered on first use: a semaphore or bucket made only for its key or TTL (the
+    # batched calls in apps.executions.outbound) costs no script object and no SHA1.
+    @cached_property
+    def _acquire(self):
+        return self._redis.register_script(_ACQUIRE)
+
+    @cached_property
+    def _renew(self):
+        return self._redis.register_script(_RENEW)
 
     def acquire(self, holder_id: str, now: float) -> bool:
         """Take a slot (or extend the one ``holder_id`` already has)."""
@@ -108,8 +117,13 @@ class LeaseSemaphore:
         return self._redis.zcount(self.key, f"({float(now)!r}", "+inf")
 
     def _key_ttl(self) -> int:
-        # Garbage collection only: every lease in the key has lapsed by then.
-        return math.ceil(self.lease_seconds) + 60
+        return lease_key_ttl(self.lease_seconds)
+
+
+def lease_key_ttl(lease_seconds: float) -> int:
+    """How long a semaphore's key lives: garbage collection only, every lease in the key
+    has lapsed by then."""
+    return math.ceil(lease_seconds) + 60
 
 
 class TokenBucket:
@@ -122,7 +136,10 @@ class TokenBucket:
         self.key = key
         self.rate_per_second = rate_per_second
         self.burst = burst
-        self._take = redis_client.register_script(_TAKE)
+
+    @cached_property
+    def _take(self):
+        return self._redis.register_script(_TAKE)
 
     def take(self, now: float) -> tuple[bool, float]:
         """Take one token: (True, 0.0), or (False, seconds until one is available)."""
