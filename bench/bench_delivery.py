@@ -150,9 +150,10 @@ def bare_loop(url, threads, total):
                       "requests": total}), flush=True)
 
 
-def aiohttp_loop(url, inflight, total):
+def aiohttp_loop(url, inflight, total, on_uvloop=False):
     """``total`` GETs from ``inflight`` coroutines sharing one aiohttp ClientSession, on one
-    event loop (one core); prints JSON. The ceiling a Python asyncio client reaches."""
+    event loop (one core); prints JSON. The ceiling a Python asyncio client reaches; with
+    ``on_uvloop``, on uvloop's event loop (the one the workers' delivery loop runs on)."""
     import asyncio
 
     import aiohttp
@@ -171,7 +172,12 @@ def aiohttp_loop(url, inflight, total):
             await asyncio.gather(*(work(n) for n in share if n))
             return {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "requests": total}
 
-    print(json.dumps(asyncio.run(main())), flush=True)
+    if on_uvloop:
+        import uvloop
+
+        print(json.dumps(uvloop.run(main())), flush=True)
+    else:
+        print(json.dumps(asyncio.run(main())), flush=True)
 
 
 # --- environment ---------------------------------------------------------------------------
@@ -547,7 +553,7 @@ def machine():
             f"Celery {celery.__version__}, requests {requests.__version__}, PostgreSQL {pg}")
 
 
-def goals(results, bare_aio, load_at_start):
+def goals(results, bare_aio, load_at_start, bare_uvloop=()):
     """The issue-24 figures: fast and 1 s target rates against the goals, and the ratio to
     the bare aiohttp loop measured in the same run, with the machine's load."""
     found = dict(results)
@@ -561,6 +567,11 @@ def goals(results, bare_aio, load_at_start):
         lines.append(f"- fast target, 1 worker process: **{rate:,.0f}/s** (goal 4,000/s), "
                      f"{rate / aio:.2f}× the bare aiohttp loop ({aio:,.0f}/s on one core, {aio_cpu:.3f} ms CPU a "
                      f"request); worker CPU {cpu:.2f} ms a delivery = {cpu / aio_cpu:.1f}× the bare loop's")
+        if bare_uvloop:
+            uv = median([b["requests"] / b["seconds"] for b in bare_uvloop])
+            uv_cpu = median([1000 * b["cpu"] / b["requests"] for b in bare_uvloop])
+            lines.append(f"- the same bare loop on uvloop (the workers' event loop): {uv:,.0f}/s, {uv_cpu:.3f} ms CPU "
+                         f"a request; the fast target's rate is {rate / uv:.2f}× it")
     fast2 = found.get("fast target, 2 worker processes")
     if fast2:
         rate = median([r.rate for r in fast2])
@@ -576,7 +587,7 @@ def goals(results, bare_aio, load_at_start):
     return "\n".join(lines) + "\n"
 
 
-def render(meta, args, results, bare_seq, bare_threads, config_fast, config_slow, bare_aio=()):
+def render(meta, args, results, bare_seq, bare_threads, config_fast, config_slow, bare_aio=(), bare_uvloop=()):
     out = [f"Machine: {meta}.", ""]
     out.append(f"Worker pool: `{config_fast.label()}` (slow target: `{config_slow.label()}`). "
                f"{args.chunk} ids per message (`PUBLISH_CHUNK`). "
@@ -597,6 +608,7 @@ def render(meta, args, results, bare_seq, bare_threads, config_fast, config_slow
             f"{100 * median([r.cpu['machine_busy_share'] for r in runs]):.0f} % | "
             f"{median([r.cpu['other'] for r in runs]):.2f} |")
     for name, bare in (("bare aiohttp loop, 256 in flight, one event loop", bare_aio),
+                       ("the same bare aiohttp loop on uvloop", bare_uvloop),
                        ("bare `requests.Session` loop, 1 thread", bare_seq),
                        (f"bare `requests.Session` loop, {args.bare_threads} threads", bare_threads)):
         rates = [b["requests"] / b["seconds"] for b in bare]
@@ -737,8 +749,8 @@ def main():
         return serve_target()
     if len(sys.argv) > 1 and sys.argv[1] == "--bare":
         return bare_loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
-    if len(sys.argv) > 1 and sys.argv[1] == "--bare-aiohttp":
-        return aiohttp_loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) > 1 and sys.argv[1] in ("--bare-aiohttp", "--bare-aiohttp-uvloop"):
+        return aiohttp_loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), on_uvloop=sys.argv[1].endswith("uvloop"))
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer deliveries, one run per configuration")
@@ -817,13 +829,14 @@ def main():
                 log(f"{name}: {worker_config.label()}")
                 results.append((name, run_config(key, worker_config, processes, jobs, target_url, path, n,
                                                  args.repeat, workdir, meter_groups)))
-        bare_seq, bare_threads, bare_aio = [], [], []
+        bare_seq, bare_threads, bare_aio, bare_uvloop = [], [], [], []
         if "bare" in only:
             for rep in range(args.repeat):
-                bare_aio.append(run_bare(target_url + "/hook", 256, args.deliveries, "--bare-aiohttp"))
-                log(f"  bare aiohttp run {rep + 1}: 256 in flight, "
-                    f"{bare_aio[-1]['requests'] / bare_aio[-1]['seconds']:,.0f}/s, "
-                    f"{1000 * bare_aio[-1]['cpu'] / bare_aio[-1]['requests']:.3f} ms CPU/request")
+                for runs, kind in ((bare_aio, "--bare-aiohttp"), (bare_uvloop, "--bare-aiohttp-uvloop")):
+                    runs.append(run_bare(target_url + "/hook", 256, args.deliveries, kind))
+                    log(f"  bare aiohttp run {rep + 1}{' on uvloop' if runs is bare_uvloop else ''}: 256 in flight, "
+                        f"{runs[-1]['requests'] / runs[-1]['seconds']:,.0f}/s, "
+                        f"{1000 * runs[-1]['cpu'] / runs[-1]['requests']:.3f} ms CPU/request")
                 bare_seq.append(run_bare(target_url + "/hook", 1, min(args.deliveries, 10000)))
                 bare_threads.append(run_bare(target_url + "/hook", args.bare_threads, args.deliveries))
                 log(f"  bare run {rep + 1}: 1 thread {bare_seq[-1]['requests'] / bare_seq[-1]['seconds']:,.0f}/s, "
@@ -831,13 +844,13 @@ def main():
     finally:
         target.send_signal(signal.SIGTERM)
         target.wait(10)
-    summary = goals(results, bare_aio, load_at_start)
+    summary = goals(results, bare_aio, load_at_start, bare_uvloop)
     if not (results and bare_threads and "fast target, 1 worker process" in dict(results)):
         for name, runs in results:
             print(name, [f"{r.rate:,.0f}/s (steady {r.steady_rate:,.0f}/s)" for r in runs])
         print(summary)
         return
-    text = render(meta, args, results, bare_seq, bare_threads, config, config, bare_aio) + "\n" + summary
+    text = render(meta, args, results, bare_seq, bare_threads, config, config, bare_aio, bare_uvloop) + "\n" + summary
     text += f"\n\nTotal benchmark time: {(time.monotonic() - started) / 60:.1f} min.\n"
     print()
     print(text)
