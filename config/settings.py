@@ -385,8 +385,8 @@ SWEEPER_REPUBLISH_IDLE_AFTER = env_int("SWEEPER_REPUBLISH_IDLE_AFTER", 10)
 SWEEPER_INTERVAL = env_float("SWEEPER_INTERVAL", 5.0)
 MISFIRE_ON_TIME_SECONDS = env_int("MISFIRE_ON_TIME_SECONDS", 60)
 # Priority under overload (docs/run-control.md): past this many messages waiting in a plan's
-# queue (its priority sub-queues together; a message carries up to 100 runs) low-priority
-# runs are held in the database until it drains; 0 turns the holding off.
+# queue (its priority sub-queues together; a message carries up to 250 runs, a low-priority
+# one 10) low-priority runs are held in the database until it drains; 0 turns the holding off.
 OVERLOAD_QUEUE_DEPTH = env_int("OVERLOAD_QUEUE_DEPTH", 1000)
 OVERLOAD_CHECK_INTERVAL = env_float("OVERLOAD_CHECK_INTERVAL", 1.0)
 REGIONS = env_list("REGIONS", [])

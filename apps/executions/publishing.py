@@ -27,7 +27,10 @@ from .routing import LOW, priority_of
 log = logging.getLogger(__name__)
 
 RUN_TASK = "apps.executions.tasks.run_executions"
-PUBLISH_CHUNK = 100  # per message: the worker pays its per-message and per-claim costs once (bench/bench_delivery.py)
+# Per message: the worker pays its per-message, per-claim and per-group costs once. 250
+# delivered ~9 % more a second than 100 to a fast target, and 500 or 1,000 no more
+# (bench/bench_delivery.py --chunk, bench/README.md).
+PUBLISH_CHUNK = 250
 #: Low-priority runs go out in small messages: a worker process takes its next message (a
 #: high one first, routing.py) only when it has finished the one in hand, so the size of a
 #: low message bounds how long a high run waits behind a low backlog (bench/bench_priority.py).

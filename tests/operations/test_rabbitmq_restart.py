@@ -94,17 +94,18 @@ def test_every_run_completes_once_across_a_rabbitmq_restart(tmp_path, rabbitmq, 
 def test_a_publish_rabbitmq_refuses_counts_as_failed(rabbitmq, tenant, make_job, caplog):
     """Publisher confirms: a message the broker refuses (here its queue is full and set to
     reject new messages) raises instead of vanishing, so the ids it carried are reported
-    unpublished and left to the sweeper. Without confirms all 150 ids would count as sent."""
+    unpublished and left to the sweeper. Without confirms every id would count as sent."""
     queue = use_private_queue(tenant)
     job = make_job(tenant)
+    count = publishing.PUBLISH_CHUNK + 50
     ids = [Execution.objects.create(job=job, organization=tenant.organization, queue=queue,
-                                    scheduled_for=timezone.now() + timedelta(seconds=i)).id for i in range(150)]
+                                    scheduled_for=timezone.now() + timedelta(seconds=i)).id for i in range(count)]
     rabbitmq.ctl("set_policy", "--apply-to", "queues", f"full-{queue}", f"^{queue}$",
                  '{"max-length": 1, "overflow": "reject-publish"}')
     with publishing_to(rabbitmq.url), caplog.at_level(logging.ERROR, logger="apps.executions.publishing"):
-        sent = publishing.publish({queue: ids})  # two messages: 100 ids, then 50
+        sent = publishing.publish({queue: ids})  # two messages: a full chunk, then 50
     assert sent == publishing.PUBLISH_CHUNK
-    assert "publish failed: 50 of 150 ids" in caplog.text
+    assert f"publish failed: 50 of {count} ids" in caplog.text
     assert len(waiting_ids(rabbitmq, queue)) == publishing.PUBLISH_CHUNK
 
 

@@ -19,10 +19,11 @@ def queue(live_broker, tenant):
 
 
 def test_runs_are_published_as_persistent_messages_in_a_durable_queue(live_broker, queue, make_job, tenant):
-    ids = queued_runs(make_job(tenant), queue, 150)
-    assert publishing.publish({queue: ids}) == 150
+    count = publishing.PUBLISH_CHUNK + 50
+    ids = queued_runs(make_job(tenant), queue, count)
+    assert publishing.publish({queue: ids}) == count
     messages = live_broker.messages(queue)
-    assert [m.properties["delivery_mode"] for m in messages] == [2, 2]  # persistent: 100 ids, then 50
+    assert [m.properties["delivery_mode"] for m in messages] == [2, 2]  # persistent: a full chunk, then 50
     assert sorted(live_broker.published_ids(queue)) == sorted(str(i) for i in ids)
     channel = live_broker.connection.channel()
     channel.queue_declare(queue, durable=True, auto_delete=False)  # the same queue again: it is durable
