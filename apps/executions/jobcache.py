@@ -8,9 +8,11 @@ this cache hands back the job it holds for that stamp, loading only the jobs it 
 hold as they are now (one query for all of a batch's missing jobs).
 
 Every change of a job's request bumps its stamp: the services, pages, admin, crontab
-import and rollback write a new version, and any ``save()`` moves ``updated_at``. The
-health counters the workers update with ``.update()`` are not part of the request and
-leave the stamp alone, so they do not empty the cache.
+import and rollback write a new version, and any ``save()`` moves ``updated_at``, also one
+limited to some fields (``Job.save`` adds it). The health counters and the due time, which
+the workers and the scheduler write with ``.update()`` and SQL, are not part of the request
+and leave the stamp alone, so they do not empty the cache. Code that changes a request
+column with ``QuerySet.update()`` must bump ``version`` too.
 """
 
 import threading

@@ -57,3 +57,12 @@ def test_the_lease_follows_a_changed_timeout(tenant, make_job):
     assert claimed.job.timeout_seconds == 20
     execution.refresh_from_db()
     assert (execution.lease_expires_at - now).total_seconds() >= 20
+
+
+def test_a_save_of_some_fields_is_claimed_as_it_now_is(tenant, make_job):
+    """``save(update_fields=[...])`` moves updated_at too (Job.save), so the cache reloads."""
+    job = make_job(tenant, url="https://example.com/first")
+    assert _claimed_job(tenant, job).url == "https://example.com/first"
+    job.url = "https://example.com/fixed"
+    job.save(update_fields=["url"])
+    assert _claimed_job(tenant, job).url == "https://example.com/fixed"
