@@ -25,6 +25,7 @@ import os
 import ssl
 import threading
 import time
+from functools import lru_cache
 from typing import Any, Callable
 from urllib.parse import urljoin
 
@@ -34,6 +35,7 @@ import certifi
 from .client import (CANCELLED, DEFAULT_MAX_BODY_BYTES, REDIRECT_STATUSES, DeliveryResult, _decode, _redirected,
                      _with_defaults)
 from .deadline import Cancellation
+from .deadlines import TickDeadlines
 from .guard import AddressPolicy, ForbiddenTarget, _parse_ip, _refuse_address, check_url, is_forbidden_address
 
 _READ_CHUNK = 65536
@@ -63,10 +65,28 @@ class GuardedConnector(aiohttp.TCPConnector):
         scope = _hop.get()
         if scope is not None:  # a new or a pooled connection: the request is sent from here on
             scope.request_started = True
-            transport = connection.transport
-            peer = transport.get_extra_info("peername") if transport is not None else None
-            scope.remote_addr = peer[0] if peer else scope.remote_addr
+            scope.remote_addr = _peer_of(connection.protocol) or scope.remote_addr
         return connection
+
+
+def _peer_of(protocol) -> str | None:
+    """The address a connection's protocol is connected to, read once per connection (a
+    pooled connection carries many requests)."""
+    if protocol is None:
+        return None
+    peer = getattr(protocol, "_cronsvc_peer", None)
+    if peer is None:
+        transport = protocol.transport
+        address = transport.get_extra_info("peername") if transport is not None else None
+        peer = address[0] if address else ""
+        protocol._cronsvc_peer = peer
+    return peer or None
+
+
+@lru_cache(maxsize=64)
+def _hop_timeout(connect_timeout: float) -> aiohttp.ClientTimeout:
+    # One per distinct connect timeout, not one per request: the total is asyncio.timeout's.
+    return aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
 
 
 class AsyncSession:
@@ -74,6 +94,7 @@ class AsyncSession:
 
     def __init__(self, policy: AddressPolicy, *, limit: int = 0, ca_bundle: str | None = None) -> None:
         self.policy = policy
+        self._deadlines: TickDeadlines | None = None
         context = ssl.create_default_context(cafile=ca_bundle or certifi.where())
         self.connector = GuardedConnector(policy, limit=limit, limit_per_host=0, ssl=context,
                                           ttl_dns_cache=10, enable_cleanup_closed=True)
@@ -85,6 +106,12 @@ class AsyncSession:
 
     async def close(self) -> None:
         await self.client.close()
+
+    def deadlines(self, loop: asyncio.AbstractEventLoop) -> TickDeadlines:
+        """The deliveries' total deadlines on this session's loop (one timer a tick)."""
+        if self._deadlines is None:
+            self._deadlines = TickDeadlines(loop)
+        return self._deadlines
 
 
 class _AsyncScope:
@@ -98,10 +125,16 @@ class _AsyncScope:
         self.response: Any = None  # once the current hop's headers are in
         self.url: str | None = None
         self.chunks: list[bytes] = []
+        self.timed_out = False
 
     def cancel(self) -> None:
         self.cancelled = True
         self.loop.call_soon_threadsafe(self.task.cancel)
+
+    def expire(self) -> None:
+        """The total deadline passed (TickDeadlines, on the loop's thread)."""
+        self.timed_out = True
+        self.task.cancel()
 
 
 async def deliver_async(
@@ -122,22 +155,21 @@ async def deliver_async(
         if cancellation.cancelled:
             return _failed(CANCELLED, "cancelled while in flight; the connection was closed", scope, started, now_fn)
     token = _hop.set(scope)
-    timed_out = False
+    deadlines = session.deadlines(scope.loop)
+    tick = deadlines.add(scope, prepared.timeout, scope.expire)
     try:
-        async with asyncio.timeout(prepared.timeout):
-            return await _send(prepared, session, policy, scope, started, now_fn, max_body_bytes)
+        return await _send(prepared, session, policy, scope, started, now_fn, max_body_bytes)
     except asyncio.CancelledError:
-        if not scope.cancelled:
-            raise  # the loop is stopping, not a customer's cancel
+        if not (scope.cancelled or scope.timed_out):
+            raise  # the loop is stopping, not a customer's cancel nor the deadline
         asyncio.current_task().uncancel()
-        return _failed(CANCELLED, "cancelled while in flight; the connection was closed", scope, started, now_fn)
-    except TimeoutError:
-        timed_out = True
+        if scope.cancelled:
+            return _failed(CANCELLED, "cancelled while in flight; the connection was closed", scope, started, now_fn)
     except Exception as exc:
         return _failed(*_error_kind(exc, scope), scope, started, now_fn)
     finally:
+        deadlines.withdraw(scope, tick)
         _hop.reset(token)
-    assert timed_out
     if scope.response is not None:  # the headers came, the body did not in time
         return _result_of(scope.response, scope.url, scope, started, now_fn, b"".join(scope.chunks),
                           ("timeout", "no complete response within the timeout"), max_body_bytes)
@@ -155,7 +187,7 @@ async def _send(prepared, session, policy, scope, started, now_fn, max_body_byte
         scope.request_started = False
         async with session.client.request(
             method, url, headers=headers, data=body or None, allow_redirects=False,
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=prepared.connect_timeout),
+            timeout=_hop_timeout(prepared.connect_timeout),
         ) as response:
             location = response.headers.get("location")
             if hops_left == 0 or response.status not in REDIRECT_STATUSES or not location:
@@ -170,7 +202,11 @@ async def _result(response, url, scope, started, now_fn, limit) -> DeliveryResul
     scope.response, scope.url = response, url
     chunks = scope.chunks
     wanted, error = limit + 1, None
+    length = response.content_length
     try:
+        if length is not None and length <= limit and not response.headers.get("content-encoding"):
+            chunks.append(await response.read())  # the whole body, announced and within the cap
+            wanted = 0
         while wanted > 0:
             chunk = await response.content.read(min(wanted, _READ_CHUNK))
             if not chunk:
