@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
+from types import MappingProxyType
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -75,14 +76,13 @@ class Run:
     prepared: object = None
     sent_headers: dict = field(default_factory=dict)
     cancellation: object = None  # set while its request is in flight (cancel_watch)
+    # Read for every check of admission and recording: taken once from the claimed execution.
+    job: object = field(init=False, repr=False)
+    plan: object = field(init=False, repr=False)
 
-    @property
-    def job(self):
-        return self.execution.job
-
-    @property
-    def plan(self):
-        return self.execution.organization.plan
+    def __post_init__(self):
+        self.job = self.execution.job
+        self.plan = self.execution.organization.plan
 
     @property
     def lease_seconds(self):
@@ -509,10 +509,7 @@ def _prepare(run, now):
     try:
         run.prepared = prepare(
             request_spec(job),
-            variables=_with_upstream(execution, standard_variables(
-                job_id=job.id, job_name=job.name, execution_id=execution.id,
-                scheduled_for=execution.scheduled_for, attempt=run.attempt_number, now=now,
-            )),
+            variables=_variables(run, now),
             job_id=job.id, execution_id=execution.id, attempt=run.attempt_number,
             scheduled_for=execution.scheduled_for, signing_secrets=job.project.signing_secrets,
             timestamp=int(now.timestamp()), version=cronsvc.__version__,
@@ -523,6 +520,21 @@ def _prepare(run, now):
                                auto_disable_after=run.plan.auto_disable_after_failures)
         return False
     return True
+
+
+def _variables(run, now):
+    """What the body template may read; none for a body without a placeholder, which reads
+    nothing (formatting them cost every run, templated or not)."""
+    execution, job = run.execution, run.job
+    if "{{" not in (job.body or ""):
+        return _NO_VARIABLES
+    return _with_upstream(execution, standard_variables(
+        job_id=job.id, job_name=job.name, execution_id=execution.id,
+        scheduled_for=execution.scheduled_for, attempt=run.attempt_number, now=now,
+    ))
+
+
+_NO_VARIABLES = MappingProxyType({})
 
 
 def _with_upstream(execution, variables):
