@@ -17,6 +17,7 @@ the host is unreachable, not merely answering with an error.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 COUNTED_FAILURES = frozenset({"connect_error", "timeout", "dns_error"})
@@ -75,8 +76,10 @@ class Decision:
     retry_at: float | None  # when a held-back caller may ask again
 
 
+@lru_cache(maxsize=8192)
 def host_key(url: str) -> str:
-    """The breaker key of a URL: ``host:port``, lowercased."""
+    """The breaker key of a URL: ``host:port``, lowercased (kept per URL: a worker asks it
+    for every run at admission and again when recording)."""
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
     return f"{(parts.hostname or '').rstrip('.')}:{port}"
