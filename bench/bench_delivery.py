@@ -707,7 +707,7 @@ per second of one worker, minus the same for the bare loop) are given as cross-c
 bare loop runs Python on one core at a time (the GIL), a prefork worker's children on both
 cores, so the wall-clock version flatters a prefork worker.
 
-**Worker pool.** The Procfile's: prefork, `WORKER_CONCURRENCY` (4) children per worker,
+**Worker pool.** The Procfile's: prefork, `WORKER_CONCURRENCY` (3) children per worker,
 prefetch 1, `DELIVERY_MAX_INFLIGHT` requests in flight per child. "1 worker process" is one
 `celery worker` command as a Procfile line runs it: its main process with its pool children,
 which it starts, supervises and stops (one process in the Procfile's and the process

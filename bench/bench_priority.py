@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -208,7 +209,7 @@ def _procfile(name):
     for line in (ROOT / "Procfile").read_text().splitlines():
         key, _, command = line.partition(":")
         if key.strip() == name:
-            return command.strip().replace("${WORKER_CONCURRENCY:-4}", "4")
+            return re.sub(r"\$\{WORKER_CONCURRENCY:-(\d+)\}", r"\1", command.strip())
     raise KeyError(name)
 
 
