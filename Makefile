@@ -44,8 +44,9 @@ browser:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
 # Script jobs run under bubblewrap (cronsvc/sandbox/); its seccomp filter needs libseccomp2.
+# curl: the egress tests run it inside the sandbox, as a customer's shell script would.
 sandbox:
-	command -v bwrap >/dev/null || (apt-get update && apt-get install -y bubblewrap libseccomp2)
+	(command -v bwrap && command -v curl) >/dev/null || (apt-get update && apt-get install -y bubblewrap libseccomp2 curl)
 
 # No container engine runs on this machine kind: the image tests check docker-compose.yml
 # with the Python docker-compose (Debian's), which validates a compose file without one.

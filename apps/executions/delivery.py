@@ -321,17 +321,29 @@ def claim(execution_ids, now):
         rows = queries.claim_queued(execution_ids, now=now, due_by=now + timedelta(seconds=1),
                                     lease_margin=settings.DELIVERY_LEASE_MARGIN)
         width = len(queries.CLAIMED_COLUMNS)
-        jobs = _job_cache().current({row[1]: tuple(row[width:]) for row in rows})
-        executions = []
-        for row in rows:
-            execution = Execution.from_db(connection.alias, queries.CLAIMED_COLUMNS, row[:width])
-            execution.job = jobs[execution.job_id]
-            executions.append(execution)
+        executions = _with_jobs(
+            [Execution.from_db(connection.alias, queries.CLAIMED_COLUMNS, row[:width]) for row in rows],
+            [tuple(row[width:]) for row in rows])
         events.changed(executions, S.RUNNING, S.QUEUED, now, attempt=lambda e: e.attempt + 1)
     if executions:
         _give_owners(executions, *queries.owners({e.job.project_id for e in executions},
                                                   {e.organization_id for e in executions}))
     return executions
+
+
+def _with_jobs(executions, stamps):
+    """The claimed executions, each given its job from the process's cache as of its stamp
+    ((version, updated_at), in the same order). A job deleted between the claim and the
+    cache's load leaves its run out: it stays ``running`` until its lease ends, and the
+    deleted job's purge removes it."""
+    jobs = _job_cache().current({e.job_id: stamp for e, stamp in zip(executions, stamps)})
+    kept = []
+    for execution in executions:
+        job = jobs.get(execution.job_id)
+        if job is not None:
+            execution.job = job
+            kept.append(execution)
+    return kept
 
 
 def _claim_by_orm(execution_ids, now):
@@ -344,9 +356,7 @@ def _claim_by_orm(execution_ids, now):
             .annotate(stamp_version=F("job__version"), stamp_updated_at=F("job__updated_at"))
             .only(*EXECUTION_FIELDS)
         )
-        jobs = _job_cache().current({e.job_id: (e.stamp_version, e.stamp_updated_at) for e in executions})
-        for execution in executions:
-            execution.job = jobs[execution.job_id]
+        executions = _with_jobs(executions, [(e.stamp_version, e.stamp_updated_at) for e in executions])
         for timeout, group in _by_timeout(executions).items():
             lease_until = now + timedelta(seconds=timeout + settings.DELIVERY_LEASE_MARGIN)
             Execution.objects.filter(id__in=[e.id for e in group]).update(

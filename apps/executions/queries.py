@@ -4,6 +4,8 @@ advance claimed jobs (scheduler.py), each over binary arrays built from one colu
 (apps.sql.bulk.Unnest), and the purge's array deletes (purging.py). The logic around them,
 and the ORM paths of the embedded mode's SQLite, stay in those modules."""
 
+from functools import cache
+
 import psycopg
 from django.db import connection, models
 
@@ -122,6 +124,7 @@ def claim_queued(ids, *, now, due_by, lease_margin):
         return cursor.fetchall()
 
 
+@cache
 def _owners_sql():
     from apps.accounts.models import Organization
     from apps.projects.models import Project

@@ -66,3 +66,14 @@ def test_a_save_of_some_fields_is_claimed_as_it_now_is(tenant, make_job):
     job.url = "https://example.com/fixed"
     job.save(update_fields=["url"])
     assert _claimed_job(tenant, job).url == "https://example.com/fixed"
+
+
+def test_a_run_whose_job_vanished_before_the_cache_loaded_it_is_left_out(tenant, make_job, monkeypatch):
+    """A job deleted between the claim's statement and the cache's load: its run is left
+    out of the batch (not a KeyError that rolls back the claim of the whole message)."""
+    kept, gone = make_job(tenant, url="https://example.com/kept"), make_job(tenant, url="https://example.com/gone")
+    cache = delivery._job_cache()
+    load = cache.current
+    monkeypatch.setattr(cache, "current", lambda stamps: {k: v for k, v in load(stamps).items() if k != gone.id})
+    claimed = delivery.claim([queued(tenant, kept).id, queued(tenant, gone).id], timezone.now())
+    assert [execution.job.url for execution in claimed] == ["https://example.com/kept"]
