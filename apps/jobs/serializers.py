@@ -270,13 +270,16 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
         if given is None:
             return None
         ids = [item["job"] for item in given]
-        jobs = {job.pk: job for job in Job.objects.for_organization(self.context["actor"].organization)
+        # scoped like every read: a key limited to some projects learns nothing (not even
+        # a name) of a job outside them
+        actor = self.context["actor"]
+        jobs = {job.pk: job for job in actor.scope_to_projects(Job.objects.for_organization(actor.organization))
                 .filter(pk__in=ids)}
         errors = {}
         for index, job_id in enumerate(ids):
             if job_id not in jobs:
                 errors[f"dependencies.{index}.job"] = [ErrorDetail(
-                    f"dependencies.{index}.job: no job {job_id} in your organization.", code="does_not_exist")]
+                    f"dependencies.{index}.job: no job {job_id} that you can reach.", code="does_not_exist")]
             elif ids.index(job_id) != index:
                 errors[f"dependencies.{index}.job"] = [ErrorDetail(
                     f"dependencies.{index}.job: {jobs[job_id].name} is listed twice.", code="duplicate_dependency")]

@@ -60,8 +60,9 @@ def answer(*, method, ping_id, action, rid, read_body, remote_addr, user_agent):
     kind = _kind(action)
     if kind is None:
         return _error(404, "not_found", "Exit codes go from 0 to 255.")
-    if len(rid) > MAX_RID:
-        return _error(400, "invalid_rid", f"rid: at most {MAX_RID} characters (a UUID fits).")
+    if len(rid) > MAX_RID or not rid.isprintable():
+        return _error(400, "invalid_rid",
+                      f"rid: at most {MAX_RID} printable characters, no control characters (a UUID fits).")
     now = timezone.now()
     target = pings.target_of(ping_id)
     if target is None:

@@ -372,6 +372,9 @@ def compile_cron(expression: object, field: str = "schedule.expression") -> Cron
     """The compiled expression (cached), or ScheduleError(invalid_cron) naming ``field``."""
     if not isinstance(expression, str):
         raise ScheduleError("invalid_schedule", field, f"{field}: give the cron expression as a string.")
+    if not expression.isascii():  # '٣' and '１' pass isdigit(), U+00A0 passes split()
+        raise ScheduleError("invalid_cron", field,
+                            f"{field}: use ASCII digits, names and plain spaces only, e.g. '0 3 * * MON'.")
     try:
         return _compile(expression)
     except CronSyntaxError as exc:

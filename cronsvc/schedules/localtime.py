@@ -20,7 +20,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from functools import cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from .errors import ScheduleError
 
@@ -43,17 +43,36 @@ class Segment:
     prev_offset: int  # offset just before ``start``: > offset means clocks fell back
 
 
+#: Names ZoneInfo opens that are not zones a person means: the host's own zone, the
+#: tz database's placeholder and its build rules (right/ counts leap seconds; posix/ and
+#: right/ copies are left out of available_timezones).
+_NOT_A_ZONE = frozenset({"localtime", "Factory", "posixrules"})
+
+
+@cache
+def _zone_names() -> dict[str, str]:
+    """Every accepted IANA name, by its lower case (for suggestions)."""
+    return {name.lower(): name for name in available_timezones() if name not in _NOT_A_ZONE}
+
+
 @cache
 def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
 
 
 def load_zone(name: object, field: str = "schedule.timezone") -> ZoneInfo:
-    """The ZoneInfo for an IANA name, or ScheduleError(unknown_timezone)."""
+    """The ZoneInfo for an IANA name, or ScheduleError(unknown_timezone); a name in the
+    wrong case (``europe/berlin``) gets the right one suggested."""
     if not isinstance(name, str) or not name or name != name.strip():
         raise ScheduleError(
-            "unknown_timezone", field, f"{field}: give an IANA timezone name such as 'Europe/Berlin'."
+            "unknown_timezone", field,
+            f"{field}: give an IANA timezone name such as 'Europe/Berlin', without surrounding spaces."
         )
+    names = _zone_names()
+    if names.get(name.lower()) != name:
+        suggestion = names.get(name.lower()) or names.get(name.lower().removeprefix("posix/").removeprefix("right/"))
+        hint = f"did you mean '{suggestion}'?" if suggestion else "use a name such as 'Europe/Berlin' or 'UTC'."
+        raise ScheduleError("unknown_timezone", field, f"{field}: '{name}' is not a known IANA timezone; {hint}")
     try:
         return _zone(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):

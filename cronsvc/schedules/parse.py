@@ -76,7 +76,7 @@ def _kind(data: object) -> str:
             'schedule: give an object such as {"type": "cron", "expression": "0 3 * * *"}.',
         )
     kind = data.get("type")
-    if kind not in _KEYS:
+    if not isinstance(kind, str) or kind not in _KEYS:  # {} or [] are unhashable
         raise ScheduleError(
             "invalid_schedule",
             "schedule.type",
@@ -103,9 +103,8 @@ def _expression(data: Mapping) -> str:
             "schedule.expression",
             "schedule.expression: give a cron expression such as '0 3 * * *' or '@daily'.",
         )
-    expression = " ".join(expression.split())
-    compile_cron(expression, "schedule.expression")
-    return expression
+    compile_cron(expression, "schedule.expression")  # before normalising: it refuses non-ASCII spaces
+    return " ".join(expression.split())
 
 
 def _seconds(data: Mapping) -> int:
