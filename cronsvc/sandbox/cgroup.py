@@ -29,6 +29,7 @@ class Hierarchy:
     version: int
     memory: str
     pids: str
+    cpu: str | None = None  # v1's cpuacct (None: not mounted); v2 counts CPU in every cgroup
 
 
 def detect(proc_self: str = "/proc/self") -> Hierarchy | None:
@@ -36,12 +37,13 @@ def detect(proc_self: str = "/proc/self") -> Hierarchy | None:
     mounts = _mounts_from(_read(f"{proc_self}/mountinfo"))
     own = _own_paths_from(_read(f"{proc_self}/cgroup"))
     if "memory" in mounts and "pids" in mounts and "memory" in own and "pids" in own:
-        found = Hierarchy(1, mounts["memory"] + own["memory"], mounts["pids"] + own["pids"])
+        cpu = mounts["cpuacct"] + own["cpuacct"] if "cpuacct" in mounts and "cpuacct" in own else None
+        found = Hierarchy(1, mounts["memory"] + own["memory"], mounts["pids"] + own["pids"], cpu)
     elif "cgroup2" in mounts and "" in own:
         parent = mounts["cgroup2"] + own[""]
         if not {"memory", "pids"} <= set(_read(f"{parent}/cgroup.subtree_control").split()):
             return None
-        found = Hierarchy(2, parent, parent)
+        found = Hierarchy(2, parent, parent, parent)
     else:
         return None
     return found if _can_create(found) else None
@@ -55,7 +57,8 @@ class RunCgroup:
         name = PREFIX + secrets.token_hex(8)
         self.memory = os.path.join(hierarchy.memory, name)
         self.pids = os.path.join(hierarchy.pids, name)
-        self.dirs = sorted({self.memory, self.pids})
+        self.cpu = os.path.join(hierarchy.cpu, name) if hierarchy.cpu else None
+        self.dirs = sorted({self.memory, self.pids, *([self.cpu] if self.cpu else [])})
         for path in self.dirs:
             os.mkdir(path)
         try:
@@ -82,6 +85,17 @@ class RunCgroup:
     def procs_files(self) -> list[str]:
         """What the launcher writes its pid into, before it execs bwrap."""
         return [os.path.join(path, "cgroup.procs") for path in self.dirs]
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used by every process the run ever had, the ones killed or never waited
+        for included (bwrap's rusage counts only what was reaped up its own tree); None
+        when the host gives no CPU account."""
+        if self.cpu is None:
+            return None
+        if self.hierarchy.version == 2:
+            return _counter(f"{self.cpu}/cpu.stat", "usage_usec") / 1e6
+        usage = _read(f"{self.cpu}/cpuacct.usage").strip()
+        return int(usage) / 1e9 if usage.isdigit() else None
 
     def memory_hit(self) -> bool:
         if self.hierarchy.version == 2:
@@ -143,7 +157,7 @@ def _mounts_from(mountinfo: str) -> dict[str, str]:
         if fstype == "cgroup2":
             found.setdefault("cgroup2", point)
         elif fstype == "cgroup":
-            for controller in ("memory", "pids"):
+            for controller in ("memory", "pids", "cpuacct"):
                 if controller in options:
                     found.setdefault(controller, point)
     return found

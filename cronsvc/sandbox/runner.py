@@ -245,6 +245,7 @@ class _Run:
         self.wait_status: int | None = None
         self.cpu = 0.0
         self.timed_out = False
+        self.cpu_exceeded = False
 
     def collect(self) -> Result:
         selector = selectors.DefaultSelector()
@@ -272,7 +273,10 @@ class _Run:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            for key, _ in selector.select(remaining):
+            if self._over_cpu():
+                self.cpu_exceeded = True
+                self._kill_tree()
+            for key, _ in selector.select(min(remaining, _CPU_POLL)):
                 if key.fd == pidfd:
                     selector.unregister(pidfd)
                     self._reap()
@@ -281,6 +285,14 @@ class _Run:
                     self._close(key.fd)
             if self.wait_status is not None and not self.streams:
                 return
+
+    def _over_cpu(self) -> bool:
+        """The run as a whole went past its CPU time (each process's RLIMIT_CPU cannot see
+        ten processes that use a tenth each)."""
+        if self.group is None or self.wait_status is not None:
+            return False
+        used = self.group.cpu_seconds()
+        return used is not None and used > self.limits.cpu_seconds
 
     def _read(self, fd: int) -> bool:
         try:
@@ -320,19 +332,24 @@ class _Run:
 
     def _result(self, duration: float) -> Result:
         exit_code = _exit_code(bytes(self.status.data))
-        if exit_code is None and not self.timed_out:
+        group_cpu = self.group.cpu_seconds() if self.group else None
+        memory_hit = bool(self.group and self.group.memory_hit())
+        # the run's end decided by a limit, not by the script: its exit code means nothing
+        killed = self.timed_out or self.cpu_exceeded or (exit_code is None and memory_hit)
+        if exit_code is None and not killed:
             message = bytes(self.stderr.data[:500]).decode(errors="replace").strip()
             raise SandboxFailed(f"the sandbox did not start: {message or self.proc.returncode}")
-        if self.timed_out:
+        if killed:
             exit_code = None
         sig = exit_code - 128 if exit_code is not None and 128 < exit_code <= 128 + 64 else None
         result = dict(exit_code=exit_code, signal=sig, stdout=bytes(self.stdout.data),
                       stderr=bytes(self.stderr.data), stdout_truncated=self.stdout.dropped > 0,
                       stderr_truncated=self.stderr.dropped > 0, duration=duration,
-                      cpu_seconds=self.cpu)
-        hits = dict(memory_hit=self.group.memory_hit(), pids_hit=self.group.pids_hit(),
+                      cpu_seconds=max(self.cpu, group_cpu or 0.0))
+        hits = dict(memory_hit=memory_hit, pids_hit=self.group.pids_hit(),
                     memory_peak=self.group.memory_peak()) if self.group else {}
-        return Result(**result, reason=classify(self.limits, self.timed_out, **hits, **result))
+        return Result(**result, reason=classify(self.limits, self.timed_out, cpu_exceeded=self.cpu_exceeded,
+                                                **hits, **result))
 
 
 def _exit_code(status: bytes) -> int | None:
@@ -357,7 +374,7 @@ _PIDS_MARKS = (b"Resource temporarily unavailable", b"Cannot fork", b"fork: retr
 
 def classify(limits: Limits, timed_out: bool, *, exit_code, signal, stderr, cpu_seconds,
              stdout_truncated, stderr_truncated, memory_hit=False, pids_hit=False,
-             memory_peak=None, **_) -> Reason | None:
+             memory_peak=None, cpu_exceeded=False, **_) -> Reason | None:
     """The limit that ended or cut the run, the most decisive first. `memory_hit`,
     `pids_hit` and `memory_peak` (bytes) are the run cgroup's own counts, when it had one.
 
@@ -367,12 +384,14 @@ def classify(limits: Limits, timed_out: bool, *, exit_code, signal, stderr, cpu_
     is code, stacks and what the allocator reserved), or, without a cgroup to tell, always."""
     if timed_out:
         return Reason.TIMEOUT
-    if signal == _SIGXCPU or (signal == _SIGKILL and cpu_seconds >= limits.cpu_seconds):
+    if cpu_exceeded or signal == _SIGXCPU or (signal == _SIGKILL and cpu_seconds >= limits.cpu_seconds):
         return Reason.CPU
+    if memory_hit:  # the cgroup's OOM killer ended some process of the run, whatever it exited
+        return Reason.MEMORY
     if exit_code != 0:
         tail = stderr[-4096:]
         crashed = signal in _CRASH_SIGNALS and (memory_peak is None or memory_peak * 2 >= limits.memory_bytes)
-        if memory_hit or crashed or any(mark in tail for mark in _MEMORY_MARKS):
+        if crashed or any(mark in tail for mark in _MEMORY_MARKS):
             return Reason.MEMORY
         if pids_hit or any(mark in tail for mark in _PIDS_MARKS):
             return Reason.PIDS
@@ -381,6 +400,7 @@ def classify(limits: Limits, timed_out: bool, *, exit_code, signal, stderr, cpu_
     return None
 
 
+_CPU_POLL = 0.2  # seconds between two reads of the run's CPU account
 _SIGXCPU = int(signal.SIGXCPU)
 _CRASH_SIGNALS = frozenset({int(signal.SIGSEGV), int(signal.SIGBUS), int(signal.SIGABRT)})
 _SIGKILL = int(signal.SIGKILL)

@@ -54,3 +54,22 @@ def test_a_cgroup_hierarchy_that_fails_leaves_the_sandbox_working_without(monkey
     status = box.available()
     assert (status.ok, status.cgroups) == (True, "none"), status.reason
     assert box.run(Script(Language.SHELL, b"echo still")).stdout == b"still\n"
+
+
+def test_the_cpu_account_comes_from_cpuacct_on_v1_and_the_group_itself_on_v2(tmp_path, monkeypatch):
+    mounts = V1_MOUNTS + "43 31 0:40 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+    assert cgroup._mounts_from(mounts)["cpuacct"] == "/sys/fs/cgroup/cpu,cpuacct"
+    monkeypatch.setattr(cgroup, "_can_create", lambda hierarchy: True)
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "mountinfo").write_text(mounts)
+    (proc / "cgroup").write_text("9:name=systemd:/\n8:pids:/\n4:memory:/w\n3:cpu,cpuacct:/w\n0::/\n")
+    assert cgroup.detect(str(proc)).cpu == "/sys/fs/cgroup/cpu,cpuacct/w"
+    (proc / "mountinfo").write_text(V1_MOUNTS)
+    assert cgroup.detect(str(proc)).cpu is None  # no cpuacct: bwrap's rusage is all there is
+    (proc / "mountinfo").write_text(V2_MOUNTS)
+    (proc / "cgroup").write_text(V2_OWN)
+    read = cgroup._read
+    monkeypatch.setattr(cgroup, "_read", lambda path: "memory pids" if path.endswith("subtree_control") else read(path))
+    found = cgroup.detect(str(proc))
+    assert found.cpu == found.memory == "/sys/fs/cgroup/system.slice/cronsvc-worker.service/sandbox"

@@ -238,3 +238,48 @@ def test_a_runs_cgroup_is_removed_after_it(box, made_cgroups):
     run(box, SH, "true")
     assert len(made_cgroups) == 2
     assert not any(os.path.exists(path) for group in made_cgroups for path in group.dirs)
+
+
+def test_cpu_time_is_the_whole_runs_not_bwraps(box, made_cgroups):
+    """Busy children the script never waits for: bwrap's rusage saw ~0.03 s of them."""
+    _cgroups(box)
+    result = run(box, SH, """
+        ( while :; do :; done ) &
+        ( while :; do :; done ) &
+        sleep 2
+        echo done
+    """, wall_seconds=10, cpu_seconds=30)
+    assert (result.exit_code, result.reason) == (0, None)
+    # ~4 s on two idle cores; well under that on a loaded machine, but never near bwrap's 0.03 s
+    assert result.cpu_seconds >= 0.3, result.cpu_seconds
+
+
+def test_many_processes_under_their_own_cpu_limit_still_meet_the_runs(box, made_cgroups):
+    """Each busy loop stays under RLIMIT_CPU (per process); the run as a whole does not."""
+    _cgroups(box)
+    result = run(box, SH, """
+        for i in 1 2 3 4; do ( while :; do :; done ) & done
+        sleep 60
+    """, wall_seconds=30, cpu_seconds=2)
+    assert (result.reason, result.exit_code) == (Reason.CPU, None)
+    assert 2 <= result.cpu_seconds < 10 and result.duration < 25
+    assert made_cgroups[0].cpu is not None  # counted by the cgroup, not by each rlimit
+    assert processes_after(host_uid(box)) == []
+
+
+def test_an_oom_kill_inside_a_run_that_exits_0_is_recorded(box, made_cgroups):
+    """The cgroup's OOM killer ends two children; the script ignores it and exits 0: the
+    run still says its memory limit was hit."""
+    _cgroups(box)
+    result = run(box, PY, """
+        import os, time
+        for _ in range(4):
+            if os.fork() == 0:
+                block = bytearray(b"\\1") * (40 * 1024 * 1024)
+                time.sleep(3)
+                os._exit(0)
+        for _ in range(4):
+            print(os.wait()[1])
+    """, memory_bytes=64 * 1024 * 1024, wall_seconds=20)
+    assert result.exit_code == 0 and b"9" in result.stdout  # some child died of SIGKILL
+    assert result.reason is Reason.MEMORY
