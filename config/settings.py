@@ -494,6 +494,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.api.schema.add_error_component",
+        "apps.api.schema.nullable_references",
     ],
 }
 # API keys one client IP may create per hour (on top of the per-key request quota).

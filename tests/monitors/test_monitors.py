@@ -170,6 +170,14 @@ def test_api_crud_and_tenancy(api, other_api, monitor):
     assert api.delete(url).status_code == 204
 
 
+def test_the_badge_api_gives_the_public_svg_url(api, monitor):
+    answer = api.post(f"/api/v1/monitors/{monitor.id}/badge/").json()
+    path = answer["url"].split("://", 1)[1].partition("/")[2]
+    assert path.startswith("badge/monitor/") and path.endswith(".svg"), answer["url"]
+    svg = Client().get("/" + path)
+    assert svg.status_code == 200 and svg["Content-Type"].startswith("image/svg+xml")
+
+
 def test_once_schedule_refused(api):
     response = api.post("/api/v1/monitors/", {"name": "a", "schedule": {"type": "once", "at": "2027-01-01T00:00:00Z"}},
                         format="json")
