@@ -79,6 +79,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served by us (no CDN)
     "guardian",
     "django_celery_beat",
     "django_otp",
@@ -479,6 +480,11 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the pinned drf-spectacular-sidecar package, as static files: the docs
+    # page renders on an install that reaches no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "ENUM_NAME_OVERRIDES": {"NotificationStatusEnum": "apps.notifications.models.Outgoing.Status",
@@ -488,6 +494,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.api.schema.add_error_component",
+        "apps.api.schema.nullable_references",
     ],
 }
 # API keys one client IP may create per hour (on top of the per-key request quota).

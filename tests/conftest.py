@@ -24,6 +24,26 @@ def _plain_static_storage(request):
 
 
 @pytest.fixture(autouse=True)
+def _api_answers_keep_the_contract(request, monkeypatch):
+    """Every /api/v1/ answer a test's client receives is checked against the OpenAPI schema
+    (tests/support/contract.py); ``@pytest.mark.off_contract`` opts a test out."""
+    if not request.config.pluginmanager.has_plugin("django") or request.node.get_closest_marker("off_contract"):
+        return
+    from django.test.client import Client
+
+    from tests.support.contract import check_response
+
+    unchecked = Client.request
+
+    def checked_request(self, **kwargs):
+        response = unchecked(self, **kwargs)
+        check_response(response.wsgi_request, response)
+        return response
+
+    monkeypatch.setattr(Client, "request", checked_request)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_ping_caches(request):
     """A test's pings start with no Target cached and no usage pending from an earlier test
     (apps.monitors.targets and apps.monitors.usage live as long as the process)."""

@@ -2,6 +2,7 @@
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse
 
 ERROR_CODES = {
     "invalid": "a field is malformed (generic)",
@@ -58,6 +59,7 @@ ERROR_CODES = {
     "idempotency_key_reused": "the Idempotency-Key was used with a different body",
     "invalid_idempotency_key": "the Idempotency-Key header is empty, too long or not printable",
     "unsupported_media_type": "send application/json",
+    "not_acceptable": "the Accept header names no type the operation answers (406); accept application/json",
     "throttled": "too many requests; see Retry-After and X-RateLimit-*",
     "archive_storage_unavailable": "archive storage is not configured or did not answer (503); try again later",
 }
@@ -103,9 +105,14 @@ _ALWAYS = {
     "401": "Missing or invalid credentials (`not_authenticated`, `invalid_api_key`).",
     "403": "The role or key scope does not allow this (`permission_denied`).",
     "404": "Not found in your organization (`not_found`).",
+    "406": "The Accept header names no type this operation answers (`not_acceptable`).",
+    "414": "The URL is longer than the server accepts (`url_too_long`).",
+    "431": "The request headers are larger than the server accepts (`headers_too_large`).",
     "429": "Rate limited (`throttled`); see Retry-After and X-RateLimit-* headers.",
 }
 _MUTATIONS = {
+    "413": "The body is larger than the server accepts (`request_too_large`).",
+    "415": "The body is not JSON (`unsupported_media_type`).",
     "402": "The plan does not allow this (`plan_limit`).",
     "409": "Conflicts with the current state (`conflict` and specific codes).",
 }
@@ -125,6 +132,12 @@ def error_response(code, description):
     if code == "429":
         response["headers"] = {**RATE_LIMIT_HEADERS, **RETRY_AFTER}
     return response
+
+
+def error_openapi_response(description):
+    """An error response for ``extend_schema(responses=...)`` (which wants an
+    OpenApiResponse, not a response object like error_response's)."""
+    return OpenApiResponse(response={"$ref": "#/components/schemas/Error"}, description=description)
 
 
 class ApiAutoSchema(AutoSchema):
@@ -159,4 +172,26 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
 def add_error_component(result, generator, request, public):
     """drf-spectacular post-processing hook: the Error schema every error response names."""
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    return result
+
+
+def nullable_references(result, generator, request, public):
+    """drf-spectacular post-processing hook: a nullable reference as OpenAPI 3.0.3 means it.
+    drf-spectacular writes ``{"allOf": [{"$ref": X}], "nullable": true}``, but 3.0.3 lets
+    ``nullable`` widen only a ``type`` in the same object, so strict validators (openapi-core)
+    refused every null such a field answers. Written instead: X or null."""
+
+    def rewrite(node):
+        if isinstance(node, dict):
+            if node.get("nullable") and len(node.get("allOf", ())) == 1:
+                reference = node.pop("allOf")[0]
+                del node["nullable"]
+                node["oneOf"] = [reference, {"type": "object", "nullable": True, "enum": [None]}]
+            for value in node.values():
+                rewrite(value)
+        elif isinstance(node, list):
+            for value in node:
+                rewrite(value)
+
+    rewrite(result)
     return result

@@ -7,7 +7,7 @@ from rest_framework.decorators import action
 
 from apps.api.actor import Role
 from apps.api.base import ApiViewMixin
-from apps.api.schema import error_response
+from apps.api.schema import error_openapi_response
 
 from .downloads import ArchivesUnavailable, archive_response
 from .models import Archive
@@ -43,7 +43,7 @@ class ArchiveViewSet(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(responses={
         (200, "application/gzip"): OpenApiResponse(description="The part (gzip JSON Lines), streamed."),
         302: OpenApiResponse(description="With ARCHIVE_PRESIGNED_DOWNLOADS: a presigned URL, valid a few minutes."),
-        503: error_response("503", "Archive storage not configured or not reachable (`archive_storage_unavailable`)."),
+        503: error_openapi_response("Archive storage not configured or not reachable (`archive_storage_unavailable`)."),
     })
     @action(detail=True, methods=["get"])
     def download(self, request, pk=None):

@@ -135,7 +135,7 @@ class MonitorViewSet(ApiViewMixin, viewsets.ModelViewSet):
         token, created = services.ensure_badge(monitor)
         if created:
             self.audit("monitor.badge", monitor)
-        data = {"url": settings.SITE_URL + reverse("monitor-badge", args=[token]),
+        data = {"url": settings.SITE_URL + reverse("monitor-badge-svg", args=[token]),
                 "state": BADGE_STATES[monitor.state]}
         return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

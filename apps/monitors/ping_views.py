@@ -21,7 +21,9 @@ from . import pings
 from .models import BODY_LIMIT
 
 #: the URL of a ping; config.urls and the fast lane both match it
-PING_PATH = r"ping/(?P<ping_id>[A-Za-z0-9_-]{1,64})(?:/(?P<action>start|fail|[0-9]{1,3}))?/?"
+# Anything below /ping/ is a ping URL, so a mistyped one (/ping/<id>/FAIL, /ping/<id>/999)
+# gets the JSON error a ping client reads, not the site's HTML 404.
+PING_PATH = r"ping/(?P<ping_id>[A-Za-z0-9_-]{1,64})(?:/(?P<action>.*?))?/?"
 MAX_RID = 64
 ALLOWED = ("GET", "POST", "HEAD")
 OK = b"OK"
@@ -46,9 +48,9 @@ def _kind(action):
         return "success", None
     if action in ("start", "fail"):
         return action, None
-    code = int(action)
-    if code > 255:
+    if not (action.isascii() and action.isdigit() and int(action) <= 255):
         return None
+    code = int(action)
     return ("success" if code == 0 else "fail"), code
 
 
@@ -59,7 +61,8 @@ def answer(*, method, ping_id, action, rid, read_body, remote_addr, user_agent):
         return _error(405, "method_not_allowed", "Ping with GET, POST or HEAD.", Allow=", ".join(ALLOWED))
     kind = _kind(action)
     if kind is None:
-        return _error(404, "not_found", "Exit codes go from 0 to 255.")
+        return _error(404, "not_found",
+                      "Ping /ping/<id>, /ping/<id>/start, /ping/<id>/fail or /ping/<id>/<exit code 0-255>.")
     if len(rid) > MAX_RID or not rid.isprintable():
         return _error(400, "invalid_rid",
                       f"rid: at most {MAX_RID} printable characters, no control characters (a UUID fits).")

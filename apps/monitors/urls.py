@@ -7,5 +7,6 @@ from .ping_views import PING_PATH, ping
 
 urlpatterns = [
     re_path(f"^{PING_PATH}$", ping, name="monitor-ping"),
-    re_path(r"^badge/monitor/(?P<token>[A-Za-z0-9_-]{1,64})\.svg$", monitor_badge, name="monitor-badge"),
+    # not "monitor-badge": the API's badge action (router basename "monitor") has that name
+    re_path(r"^badge/monitor/(?P<token>[A-Za-z0-9_-]{1,64})\.svg$", monitor_badge, name="monitor-badge-svg"),
 ]

@@ -288,7 +288,7 @@ class JobRuleView(_RuleView):
         job = get_object_or_404(jobs.select_related("project"), pk=self.kwargs["pk"])
         return job.project, job
 
-    @extend_schema(request=None, responses=RuleOutSerializer)
+    @extend_schema(request=None, responses={200: RuleOutSerializer})  # a DELETE answers 204 unless told
     def delete(self, request, pk):
         project, job = self.target()
         self._check_write()

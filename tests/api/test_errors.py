@@ -37,6 +37,12 @@ def test_other_media_types_are_refused(api):
     assert error_of(response)["code"] == "unsupported_media_type"
 
 
+def test_an_accept_header_the_api_cannot_answer_is_406(api):
+    response = api.get("/api/v1/jobs/", HTTP_ACCEPT="text/csv")
+    assert response.status_code == 406
+    assert error_of(response)["code"] == "not_acceptable"
+
+
 def test_a_body_that_is_not_an_object_is_400(api):
     response = api.post("/api/v1/jobs/", [1, 2], format="json")
     assert response.status_code == 400
@@ -66,6 +72,7 @@ def test_validation_errors_list_every_field(api, tenant):
     assert set(error["fields"]) == {"name", "schedule", "request"}
 
 
+@pytest.mark.off_contract  # a provoked 500: no operation declares one
 def test_django_level_500_under_api_is_json(tenant, api, monkeypatch, client):
     from apps.jobs import api as jobs_api
 

@@ -92,6 +92,17 @@ def test_ping_urls(monitor, suffix, kind, code, method):
     assert (ping.kind, ping.exit_code, ping.method) == (kind, code, method.upper())
 
 
+@pytest.mark.parametrize("suffix", ["/abc", "/999", "/256", "/FAIL", "/start/extra", "/-1", "/٣"])
+def test_unknown_ping_suffixes_answer_the_json_error(monitor, suffix):
+    from apps.monitors.fastlane import PING_URL
+
+    assert PING_URL.fullmatch(f"/ping/{monitor.ping_id}{suffix}")  # the fast lane answers it the same way
+    response = Client().get(f"/ping/{monitor.ping_id}{suffix}")
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == "not_found" and "/start" in response.json()["error"]["message"]
+    assert not Ping.objects.filter(monitor=monitor).exists()
+
+
 def test_body_is_capped(monitor):
     body = b"x" * (BODY_LIMIT + 500)
     response = Client().post(f"/ping/{monitor.ping_id}", data=body, content_type="text/plain")
@@ -157,6 +168,14 @@ def test_api_crud_and_tenancy(api, other_api, monitor):
     assert api.get(url + "pings/").json()["results"] == []
     assert api.post(url + "badge/").status_code == 201
     assert api.delete(url).status_code == 204
+
+
+def test_the_badge_api_gives_the_public_svg_url(api, monitor):
+    answer = api.post(f"/api/v1/monitors/{monitor.id}/badge/").json()
+    path = answer["url"].split("://", 1)[1].partition("/")[2]
+    assert path.startswith("badge/monitor/") and path.endswith(".svg"), answer["url"]
+    svg = Client().get("/" + path)
+    assert svg.status_code == 200 and svg["Content-Type"].startswith("image/svg+xml")
 
 
 def test_once_schedule_refused(api):

@@ -90,7 +90,7 @@ class OrganizationDeletionView(ApiViewMixin, APIView):
         organization = gdpr.request_deletion(self.actor.organization, user=self.actor.user, now=timezone.now())
         return Response({"erase_after": organization.erase_after}, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=None, responses=DeletionSerializer)
+    @extend_schema(request=None, responses={200: DeletionSerializer})  # a DELETE answers 204 unless told
     def delete(self, request):
         organization = gdpr.cancel_deletion(self.actor.organization, user=self.actor.user)
         return Response({"erase_after": organization.erase_after})
