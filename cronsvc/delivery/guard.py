@@ -271,10 +271,15 @@ def _check_url(url: str, policy: AddressPolicy) -> Target:
     if not policy.port_allowed(port):
         raise ForbiddenTarget(f"port {port} is not allowed")
     literal = _literal_ip(host)
-    if literal is not None:
-        _refuse_address(host, literal, policy)
-    else:
+    if literal is None:
         _check_host_name(host)
+    else:
+        _refuse_address(host, literal, policy)
+        if isinstance(literal, ipaddress.IPv4Address) and host != str(literal):
+            # 127.1, 2130706433, 0x7f000001, 0177.0.0.1: getaddrinfo reads them as an address,
+            # the asyncio engine's URL parser refuses some and takes others for names. Where
+            # the address itself is allowed, only the canonical spelling is.
+            raise InvalidHost(f"the host {host!r} is an unusual spelling of {literal}: write {literal}")
     return Target(scheme, host, port, literal)
 
 

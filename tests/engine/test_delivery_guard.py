@@ -303,3 +303,19 @@ def test_a_purpose_may_widen_the_networks_but_keeps_the_rest():
 def test_allow_private_lifts_the_address_check_not_the_ports():
     policy = outbound_policy(settings_of(private=True))
     assert forbidden_reason("169.254.169.254", policy) is None and not policy.port_allowed(22)
+
+
+@pytest.mark.parametrize("host, address", [
+    ("127.1", "127.0.0.1"), ("2130706433", "127.0.0.1"), ("0x7f000001", "127.0.0.1"), ("0177.0.0.1", "127.0.0.1"),
+    ("0x7f.1", "127.0.0.1"), ("134744072", "8.8.8.8"),
+])
+def test_an_unusual_spelling_of_an_address_is_refused_even_where_the_address_is_allowed(host, address):
+    """getaddrinfo reads these as the address; the asyncio engine's URL parser refuses some
+    (127.1) and resolves others as names (0x7f000001): only the canonical spelling is sent."""
+    with pytest.raises(InvalidHost, match=f"write {address}"):
+        check_url(f"http://{host}:8080/", LOOPBACK)
+    if address.startswith("127."):  # where the address is refused, that is the reason given
+        with pytest.raises(ForbiddenTarget, match="loopback") as refused:
+            check_url(f"http://{host}:8080/", DEFAULT)
+        assert not isinstance(refused.value, InvalidHost)
+    assert check_url(f"http://{address}:8080/", LOOPBACK).literal_ip == ipaddress.ip_address(address)
