@@ -88,8 +88,10 @@ class ForbiddenTarget(Exception):
 
 class InvalidHost(ForbiddenTarget):
     """The URL's host is not a host name every parser reads the same way: not ASCII, a label
-    empty or over 63 characters, a character outside letters, digits, ``-`` and ``_``, or an
-    ``xn--`` label that is not punycode. Refused everywhere (a 400 ``invalid_host`` at save,
+    empty or over 63 characters, a character outside letters, digits, ``-`` and ``_``, an
+    ``xn--`` label that is not punycode, or an IPv4 address spelt other than in dotted
+    decimal (``127.1``, ``2130706433``; raised only where the address is allowed, else the
+    address's own refusal is the reason). Refused everywhere (a 400 ``invalid_host`` at save,
     ``egress_bad_request`` at the script proxy), never guessed at: IDNA 2003 and 2008
     disagree on some names (``faß.de``), and an encoder's error must not reach a user as
     a 500 or kill a proxy thread."""
