@@ -395,16 +395,32 @@ REGIONS = env_list("REGIONS", [])
 # install refuses private targets unless an operator allows them.
 OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", EMBEDDED)
 OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", [])
+# Empty means the default list (80, 443, 1024-65535), never "no port" nor "every port".
 OUTBOUND_ALLOWED_PORTS = env_str("OUTBOUND_ALLOWED_PORTS", "80,443,1024-65535")
-# Single sign-on reaches identity providers through the same guard; a self-hosted provider
+# Single sign-on reaches identity providers through the same policy; a self-hosted provider
 # on a private network is admitted by its network here, without opening it to jobs.
 SSO_ALLOWED_NETWORKS = env_list("SSO_ALLOWED_NETWORKS", [])
-try:
-    from cronsvc.delivery.guard import parse_networks
 
-    parse_networks(",".join(SSO_ALLOWED_NETWORKS))
-except ValueError as exc:
-    raise ImproperlyConfigured(f"SSO_ALLOWED_NETWORKS: {exc} (expected CIDR networks such as 10.20.0.0/16)") from exc
+
+def _check_outbound_settings():
+    """Refuse to start on settings the one outbound policy (cronsvc.delivery.guard.outbound_policy,
+    built from them at call time by every surface) cannot read."""
+    from types import SimpleNamespace
+
+    from cronsvc.delivery.guard import outbound_policy
+
+    given = SimpleNamespace(OUTBOUND_ALLOW_PRIVATE=OUTBOUND_ALLOW_PRIVATE, OUTBOUND_ALLOWED_PORTS=OUTBOUND_ALLOWED_PORTS,
+                            OUTBOUND_ALLOWED_NETWORKS=OUTBOUND_ALLOWED_NETWORKS)
+    for names, also in (("OUTBOUND_ALLOWED_NETWORKS or OUTBOUND_ALLOWED_PORTS", ()),
+                        ("SSO_ALLOWED_NETWORKS", SSO_ALLOWED_NETWORKS)):
+        try:
+            outbound_policy(given, also_allowed_networks=also)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{names}: {exc} (expected CIDR networks such as 10.20.0.0/16, "
+                                       "ports such as 80,443,8000-8999)") from exc
+
+
+_check_outbound_settings()
 RESPONSE_BODY_MAX_BYTES = env_int("RESPONSE_BODY_MAX_BYTES", 16 * 1024)
 
 # --- Delivery (workers) ---

@@ -4,8 +4,11 @@ the code exchange and the ID token's checks. No Django here.
 Signatures, JWKS key selection and the registered claims (exp, iat, nbf) are checked by
 joserfc; this module says which values are expected (RFC 8414 / OIDC Core 3.1.3.7): the
 issuer exactly as configured, our client id as the audience, our nonce, a verified e-mail.
-HTTP goes through an urllib3-style ``http`` object the caller passes (a pool manager behind
-the outbound-address guard): the issuer URL is customer input.
+HTTP goes through an urllib3-style ``http`` object the caller passes, ``GuardedHTTP`` in
+production: the issuer URL and the endpoints the provider names are customer input, so each
+passes the outbound address guard (the platform's one policy) before it is fetched and at
+connect time, as a job's URL does. A guard refusal is an OIDCError
+``sso_provider_unreachable`` whose ``__cause__`` is the guard's ForbiddenTarget.
 
 Every refusal is an OIDCError whose ``code`` is stable (the pages and the audit log show it).
 """
@@ -23,6 +26,9 @@ from urllib.parse import urlencode
 from joserfc import errors as jose_errors
 from joserfc import jwt
 from joserfc.jwk import KeySet
+
+from cronsvc.delivery.guard import AddressPolicy, check_url
+from cronsvc.delivery.transport import guarded_pool_manager
 
 # Clock skew tolerated between the provider and us on exp/iat/nbf, in seconds.
 LEEWAY_SECONDS = 60
@@ -59,6 +65,20 @@ class AuthorizationRequest:
     state: str
     nonce: str
     code_verifier: str
+
+
+class GuardedHTTP:
+    """The urllib3-style ``http`` of the functions below, behind ``policy``: every URL passes
+    ``check_url`` (scheme, credentials, port, host syntax, IP literals) before the request,
+    and every connection ``open_connection`` (the resolved addresses), as deliveries do."""
+
+    def __init__(self, policy: AddressPolicy, **pool_kwargs: Any) -> None:
+        self.policy = policy
+        self._pool = guarded_pool_manager(policy, **pool_kwargs)
+
+    def request(self, method: str, url: str, **kwargs: Any) -> Any:
+        check_url(url, self.policy)
+        return self._pool.request(method, url, **kwargs)
 
 
 def normalize_issuer(issuer: str) -> str:

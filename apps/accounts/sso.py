@@ -17,8 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from cronsvc import oidc
-from cronsvc.delivery.guard import AddressPolicy, parse_networks, parse_ports
-from cronsvc.delivery.transport import guarded_pool_manager
+from cronsvc.delivery.guard import outbound_policy
 
 from .models import Membership, Organization, OrganizationSSO, SSOIdentity, User
 from .services import record_audit
@@ -46,15 +45,15 @@ class SSOError(oidc.OIDCError):
 
 def http():
     """Outbound HTTP to identity providers, behind the outbound-address guard: the issuer URL
-    is customer input. SSO_ALLOWED_NETWORKS admits a self-hosted provider on a private network."""
-    return _http(settings.OUTBOUND_ALLOW_PRIVATE, tuple(settings.SSO_ALLOWED_NETWORKS), settings.OUTBOUND_ALLOWED_PORTS)
+    is customer input. The platform's one outbound policy (guard.outbound_policy), which
+    SSO_ALLOWED_NETWORKS widens for identity providers only (a self-hosted provider on a
+    private network)."""
+    return _http(outbound_policy(settings, also_allowed_networks=settings.SSO_ALLOWED_NETWORKS))
 
 
 @lru_cache(maxsize=4)
-def _http(allow_private, networks, ports):
-    policy = AddressPolicy(allow_private=allow_private, allowed_networks=parse_networks(",".join(networks)),
-                           allowed_ports=parse_ports(ports) if ports else None)
-    return guarded_pool_manager(policy, num_pools=20, maxsize=4)
+def _http(policy):
+    return oidc.GuardedHTTP(policy, num_pools=20, maxsize=4)
 
 
 def redirect_uri(request):

@@ -31,6 +31,7 @@ ERROR_CODES = {
     "invalid_header": "a request header name or value is not allowed",
     "reserved_header": "a request header is set by cronsvc itself",
     "forbidden_target": "the URL points at a private, loopback or otherwise refused address",
+    "invalid_host": "the URL's host is not an ASCII host name (give an international name in its xn-- form)",
     "sandbox_unavailable": "no worker can run script jobs in a sandbox now; script jobs are refused, never run unsandboxed",
     "script_env": "a script variable name or value the sandbox refuses (name [A-Za-z_][A-Za-z0-9_]*, no NUL)",
     "script_too_large": "the script is over 64 KiB (UTF-8 bytes)",

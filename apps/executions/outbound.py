@@ -23,28 +23,16 @@ import redis
 from django.conf import settings
 
 from cronsvc.delivery import breaker as breaker_scripts
+from cronsvc.delivery import guard
 from cronsvc.delivery import limits as limit_scripts
 from cronsvc.delivery.breaker import CircuitBreaker, Decision
 from cronsvc.delivery.client import make_session
-from cronsvc.delivery.guard import AddressPolicy, parse_networks, parse_ports
 from cronsvc.delivery.limits import LeaseSemaphore, TokenBucket, lease_key_ttl
 
 
 def outbound_policy():
-    return _policy(
-        settings.OUTBOUND_ALLOW_PRIVATE,
-        tuple(settings.OUTBOUND_ALLOWED_NETWORKS),
-        settings.OUTBOUND_ALLOWED_PORTS,
-    )
-
-
-@lru_cache(maxsize=4)
-def _policy(allow_private, networks, ports):
-    return AddressPolicy(
-        allow_private=allow_private,
-        allowed_networks=parse_networks(",".join(networks)),
-        allowed_ports=parse_ports(ports),
-    )
+    """The one outbound policy (cronsvc.delivery.guard.outbound_policy), as every surface has it."""
+    return guard.outbound_policy(settings)
 
 
 @lru_cache(maxsize=4)

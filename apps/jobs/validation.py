@@ -6,7 +6,8 @@ has passed since, or because the plan was lowered after the job was made.
 
 Two kinds of refusal:
 - JobInvalid (HTTP 400): the job is wrong whatever the plan, with the engine's codes
-  (invalid_cron, never_fires, interval_too_short, invalid_header, forbidden_target, ...).
+  (invalid_cron, never_fires, interval_too_short, invalid_header, forbidden_target,
+  invalid_host, ...).
 - PlanLimit (HTTP 402 plan_limit): the job is fine but the organization's plan does not
   allow it; ``plan`` names the cheapest plan that does.
 
@@ -23,7 +24,7 @@ from django.db.models import Min
 
 from apps.accounts.models import plan_model
 from cronsvc.delivery.errors import InvalidRequest
-from cronsvc.delivery.guard import AddressPolicy, ForbiddenTarget, check_url_at_save, parse_networks, parse_ports
+from cronsvc.delivery.guard import ForbiddenTarget, check_url_at_save, outbound_policy
 from cronsvc.delivery.outcome import SuccessCriteria, parse_status_codes, validate_criteria
 from cronsvc.delivery.request import MAX_TIMEOUT_SECONDS, RequestSpec, validate_spec
 from cronsvc.schedules import ScheduleError, validate_schedule
@@ -108,15 +109,6 @@ def check_job_quota(organization, plan, adding=1):
     plan_limits().check_job_count(plan, job_count(organization.pk), adding)
 
 
-def outbound_policy():
-    """Which addresses jobs may call, from the operator's settings (read at call time). The
-    same policy as the workers' (apps.executions.outbound), which validation may not import."""
-    ports = getattr(settings, "OUTBOUND_ALLOWED_PORTS", "")
-    return AddressPolicy(allow_private=settings.OUTBOUND_ALLOW_PRIVATE,
-                         allowed_networks=parse_networks(",".join(settings.OUTBOUND_ALLOWED_NETWORKS)),
-                         allowed_ports=parse_ports(ports) if ports else None)
-
-
 def request_spec(job):
     """The delivery engine's view of the job's request."""
     timeout = float(job.timeout_seconds or 0)
@@ -160,10 +152,10 @@ def _request_problems(job, *, url_changed):
     problems = []
     if url_changed:
         try:
-            check_url_at_save(job.url, outbound_policy())
-        except ForbiddenTarget as exc:
-            problems.append(Problem("forbidden_target", "request.url",
-                                    f"request.url: {exc.reason}; give a public http(s) address."))
+            check_url_at_save(job.url, outbound_policy(settings))  # the one policy (guard.outbound_policy)
+        except ForbiddenTarget as exc:  # forbidden_target, or invalid_host for a host no parser agrees on
+            advice = "" if exc.code == "invalid_host" else "; give a public http(s) address"
+            problems.append(Problem(exc.code, "request.url", f"request.url: {exc.reason}{advice}."))
     try:
         validate_spec(request_spec(job), max_timeout=MAX_TIMEOUT_SECONDS)
     except InvalidRequest as exc:

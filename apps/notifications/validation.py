@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 
-from cronsvc.delivery.guard import ForbiddenTarget, check_url_at_save
+from cronsvc.delivery.guard import ForbiddenTarget, check_url_at_save, outbound_policy
 from cronsvc.delivery.signing import generate_secret
 
 MAX_EMAIL_RECIPIENTS = 10
@@ -90,17 +91,17 @@ _CLEANERS = {"email": _email, "webhook": _webhook, "slack": _url_only, "discord"
 
 
 def check_url(url, field):
-    """An http(s) URL the outbound address guard lets the platform reach."""
-    from apps.executions.outbound import outbound_policy
-
+    """An http(s) URL the outbound address guard lets the platform reach (the one policy,
+    guard.outbound_policy, as the jobs' and the workers')."""
     if not url or not isinstance(url, str):
         raise ConfigError(field, "required", "Give the URL to post to.")
     if len(url) > 2048 or not url.lower().startswith(("http://", "https://")):
         raise ConfigError(field, "invalid_url", "Give an http(s) URL of at most 2048 characters.")
     try:
-        check_url_at_save(url, outbound_policy())
-    except ForbiddenTarget as exc:
-        raise ConfigError(field, "forbidden_target", f"{exc.reason}; give a public http(s) address.") from None
+        check_url_at_save(url, outbound_policy(settings))
+    except ForbiddenTarget as exc:  # forbidden_target, or invalid_host
+        advice = "" if exc.code == "invalid_host" else "; give a public http(s) address"
+        raise ConfigError(field, exc.code, f"{exc.reason}{advice}.") from None
     return url
 
 

@@ -7,6 +7,12 @@ and the request (DNS rebinding), and a redirect can point anywhere. The binding 
 policy and connects only to an allowed one, so the address actually connected to is the
 address that was checked. ``transport`` calls it for every new connection, redirects
 included.
+
+One policy for every outbound surface: job validation, the workers (both engines), the
+notification channels, the script egress proxy and single sign-on all take theirs from
+``outbound_policy(settings)``, the only reader of the OUTBOUND_* settings. A second copy
+of the rule (an ``AddressPolicy(...)`` built elsewhere) is what once let the surfaces
+disagree; tests/foundation/test_one_outbound_policy.py refuses one.
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ import socket
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Union
+from typing import Any, Callable, Iterable, Union
 from urllib.parse import SplitResult, urlsplit
+
+import idna
 
 IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
 IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
@@ -71,9 +79,24 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 class ForbiddenTarget(Exception):
     """The URL or the address it leads to may not be reached under the policy."""
 
+    code = "forbidden_target"
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class InvalidHost(ForbiddenTarget):
+    """The URL's host is not a host name every parser reads the same way: not ASCII, a label
+    empty or over 63 characters, a character outside letters, digits, ``-`` and ``_``, an
+    ``xn--`` label that is not punycode, or an IPv4 address spelt other than in dotted
+    decimal (``127.1``, ``2130706433``; raised only where the address is allowed, else the
+    address's own refusal is the reason). Refused everywhere (a 400 ``invalid_host`` at save,
+    ``egress_bad_request`` at the script proxy), never guessed at: IDNA 2003 and 2008
+    disagree on some names (``faß.de``), and an encoder's error must not reach a user as
+    a 500 or kill a proxy thread."""
+
+    code = "invalid_host"
 
 
 @dataclass(frozen=True)
@@ -100,6 +123,39 @@ class AddressPolicy:
         if self.allowed_ports is not None:
             return port in self.allowed_ports
         return port in WELL_KNOWN_WEB_PORTS or FIRST_UNPRIVILEGED_PORT <= port <= 65535
+
+
+def outbound_policy(settings: Any, *, also_allowed_networks: Iterable[str] | str = ()) -> AddressPolicy:
+    """THE outbound policy, from an operator's settings (Django's, or any object with these
+    attributes): the only place OUTBOUND_ALLOW_PRIVATE, OUTBOUND_ALLOWED_NETWORKS and
+    OUTBOUND_ALLOWED_PORTS are read. Every surface (job validation, the workers, channels,
+    the script egress proxy, single sign-on) calls it, at call time, so a changed setting
+    changes them all alike.
+
+    An empty (or blank) OUTBOUND_ALLOWED_PORTS means the default list (80, 443 and
+    1024-65535), never "no port" nor "every port". ``also_allowed_networks`` widens the
+    allowed networks for one purpose (SSO_ALLOWED_NETWORKS: identity providers only)."""
+    return _outbound_policy(
+        bool(settings.OUTBOUND_ALLOW_PRIVATE),
+        _networks_text(settings.OUTBOUND_ALLOWED_NETWORKS),
+        str(settings.OUTBOUND_ALLOWED_PORTS or ""),
+        _networks_text(also_allowed_networks),
+    )
+
+
+def _networks_text(value: Iterable[str] | str) -> str:
+    return value if isinstance(value, str) else ",".join(value)
+
+
+@lru_cache(maxsize=16)
+def _outbound_policy(allow_private: bool, networks: str, ports: str, also_networks: str) -> AddressPolicy:
+    allowed_ports = None  # AddressPolicy's default: 80, 443 and every port from 1024 up
+    if ports.strip():
+        allowed_ports = parse_ports(ports)
+        if not allowed_ports:
+            raise ValueError(f"{ports!r} names no port (leave it empty for the default list)")
+    networks = parse_networks(networks) + parse_networks(also_networks)
+    return AddressPolicy(allow_private=allow_private, allowed_networks=networks, allowed_ports=allowed_ports)
 
 
 @lru_cache(maxsize=16)
@@ -188,16 +244,17 @@ def check_url(url: str, policy: AddressPolicy) -> Target:
     run: the verdict of a (URL, policy) pair, which depends on nothing else, is kept."""
     target, refusal = _url_verdict(url, policy)
     if refusal is not None:
-        raise ForbiddenTarget(refusal)
+        kind, reason = refusal
+        raise kind(reason)
     return target
 
 
 @lru_cache(maxsize=8192)
-def _url_verdict(url: str, policy: AddressPolicy) -> tuple[Target | None, str | None]:
+def _url_verdict(url: str, policy: AddressPolicy) -> tuple[Target | None, tuple[type[ForbiddenTarget], str] | None]:
     try:
         return _check_url(url, policy), None
     except ForbiddenTarget as exc:
-        return None, exc.reason
+        return None, (type(exc), exc.reason)
 
 
 def _check_url(url: str, policy: AddressPolicy) -> Target:
@@ -216,8 +273,15 @@ def _check_url(url: str, policy: AddressPolicy) -> Target:
     if not policy.port_allowed(port):
         raise ForbiddenTarget(f"port {port} is not allowed")
     literal = _literal_ip(host)
-    if literal is not None:
+    if literal is None:
+        _check_host_name(host)
+    else:
         _refuse_address(host, literal, policy)
+        if isinstance(literal, ipaddress.IPv4Address) and host != str(literal):
+            # 127.1, 2130706433, 0x7f000001, 0177.0.0.1: getaddrinfo reads them as an address,
+            # the asyncio engine's URL parser refuses some and takes others for names. Where
+            # the address itself is allowed, only the canonical spelling is.
+            raise InvalidHost(f"the host {host!r} is an unusual spelling of {literal}: write {literal}")
     return Target(scheme, host, port, literal)
 
 
@@ -265,7 +329,10 @@ def open_connection(
     if not policy.port_allowed(port):
         raise ForbiddenTarget(f"port {port} is not allowed")
     host = host.strip("[]")
-    candidates = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    try:
+        candidates = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    except UnicodeError:  # a name the resolver cannot even encode (check_url refuses it first)
+        raise InvalidHost(f"the host {host!r} is not a valid host name") from None
     allowed = [c for c in candidates if not is_forbidden_address(c[4][0], policy)]
     if not allowed:
         _refuse_address(host, _parse_ip(candidates[0][4][0]), policy)
@@ -331,6 +398,39 @@ def _port(parts: SplitResult, scheme: str) -> int:
     except ValueError as exc:
         raise ForbiddenTarget("the URL has an invalid port") from exc
     return DEFAULT_PORTS[scheme] if port is None else port
+
+
+_HOST_LABEL = re.compile(r"[a-z0-9_-]{1,63}")
+MAX_HOST_LENGTH = 253
+
+
+def _check_host_name(host: str) -> None:
+    """Refuse (InvalidHost) a host name that is not plain ASCII DNS syntax; ``host`` is
+    lowercased and has no trailing dot (urlsplit's hostname, stripped)."""
+    if not host.isascii():
+        raise InvalidHost(f"the host {host!r} is not ASCII; {_idna_hint(host)}")
+    if len(host) > MAX_HOST_LENGTH:
+        raise InvalidHost(f"the host name is longer than {MAX_HOST_LENGTH} characters")
+    for label in host.split("."):
+        if not _HOST_LABEL.fullmatch(label):
+            raise InvalidHost(f"the host {host!r} is not a host name (labels of 1 to 63 letters, digits, "
+                              "'-' or '_', separated by dots)")
+        if label.startswith("xn--") and not _is_punycode(label[4:]):
+            raise InvalidHost(f"the host {host!r} has an xn-- label that is not valid punycode")
+
+
+def _is_punycode(text: str) -> bool:
+    try:
+        return bool(text) and bool(text.encode("ascii").decode("punycode"))
+    except UnicodeError:
+        return False
+
+
+def _idna_hint(host: str) -> str:
+    try:
+        return f"give it in its IDNA (xn--) form, {idna.encode(host, uts46=True).decode('ascii')!r}"
+    except (idna.IDNAError, UnicodeError, ValueError):
+        return "it is not a valid internationalized domain name either"
 
 
 def _literal_ip(host: str) -> IPAddress | None:

@@ -9,7 +9,10 @@ close`) and `CONNECT host:443` tunnels. Before connecting, the target goes throu
 platform's outbound address guard (cronsvc.delivery.guard) with the worker's policy: the
 URL's host and port (check_url), then every address the name resolves to, and the
 connection is made to a checked address (open_connection), so DNS rebinding gains nothing.
-A refusal is a `403` with a plain-text reason and the header `X-Egress-Error: <code>`.
+A refusal is a `403` with a plain-text reason and the header `X-Egress-Error: <code>`; a
+request line that is not ASCII, or a host that is not a host name (guard.InvalidHost: give
+an international name in its xn-- form, as curl and every HTTP library do), is a `400`
+`egress_bad_request`.
 
 Bounded per run (EgressRules): connections in total and at once, bytes relayed either way,
 an idle timeout per connection, and the run itself: `close()` ends every connection.
@@ -27,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from cronsvc.delivery.guard import AddressPolicy, ForbiddenTarget, check_url, open_connection
+from cronsvc.delivery.guard import AddressPolicy, ForbiddenTarget, InvalidHost, check_url, open_connection
 
 from ._forward import Relay
 
@@ -165,6 +168,8 @@ class EgressProxy:
             relay.run()
         except Refused as refusal:
             _answer(client, refusal)
+        except UnicodeError as exc:  # a name no encoder takes: the client's mistake, never this thread's end
+            _answer(client, Refused(400, BAD_REQUEST, f"the host cannot be encoded ({exc})"))
         except OSError:
             pass  # the client went away or the run ended
         finally:
@@ -179,7 +184,7 @@ class EgressProxy:
         try:
             upstream, _ = open_connection(host, port, self.rules.policy, timeout=self.rules.connect_seconds)
         except ForbiddenTarget as exc:
-            raise Refused(403, FORBIDDEN, f"refused by the outbound address guard: {exc.reason}") from None
+            raise _refusal(exc) from None
         except socket.gaierror:
             raise Refused(502, UNREACHABLE, f"{host} does not resolve") from None
         except TimeoutError:
@@ -216,6 +221,8 @@ def _read_head(client: socket.socket) -> tuple[bytes, bytes]:
 
 def _parse(head: bytes) -> tuple[str, str, str, list[tuple[str, str]]]:
     line, *lines = head.decode("latin-1").split("\r\n")
+    if not line.isascii():
+        raise Refused(400, BAD_REQUEST, "the request line is not ASCII (give a host name in its xn-- form)")
     parts = line.split(" ")
     if len(parts) != 3 or not parts[0].isalpha() or parts[2] not in ("HTTP/1.0", "HTTP/1.1"):
         raise Refused(400, BAD_REQUEST, "not an HTTP/1 request line")
@@ -264,7 +271,15 @@ def _guarded(url: str, policy: AddressPolicy):
     try:
         return check_url(url, policy)
     except ForbiddenTarget as exc:
-        raise Refused(403, FORBIDDEN, f"refused by the outbound address guard: {exc.reason}") from None
+        raise _refusal(exc) from None
+
+
+def _refusal(exc: ForbiddenTarget) -> Refused:
+    """The guard's verdict as an answer: a host that is no host name is a malformed request
+    (400), anything else the guard refuses is forbidden (403)."""
+    if isinstance(exc, InvalidHost):
+        return Refused(400, BAD_REQUEST, exc.reason)
+    return Refused(403, FORBIDDEN, f"refused by the outbound address guard: {exc.reason}")
 
 
 def _answer(client: socket.socket, refusal: Refused, before_request: bool = False) -> None:

@@ -163,6 +163,27 @@ def test_ports_follow_the_operator_setting(api, tenant, settings):
     assert api.post("/api/v1/jobs/", job_body(tenant, request={"url": "https://example.com/"})).status_code == 201
 
 
+@pytest.mark.parametrize("url, hint", [
+    ("https://héllo.example/hook", "xn--hllo-bpa.example"),
+    ("https://faß.de/", "xn--fa-hia.de"),
+    ("http://ex\u3002ample.com/", None),
+    ("http://xn--/", None),  # the delivery engines' IDNA encoders raise UnicodeError on these
+    ("http://xn--zz-zz.com/", None),
+    ("http://" + "a" * 64 + ".com/", None),
+    ("http://%31%32%37.0.0.1/", None),
+])
+def test_a_host_that_is_not_an_ascii_host_name_is_a_400_invalid_host(api, tenant, url, hint):
+    error = refused(api, tenant, request={"url": url})
+    assert error["code"] == "invalid_host" and "request.url" in error["fields"], error
+    if hint:
+        assert hint in error["message"]
+
+
+def test_an_international_name_in_its_xn_form_is_accepted(api, tenant):
+    body = job_body(tenant, request={"url": "https://xn--hllo-bpa.example/hook"})
+    assert api.post("/api/v1/jobs/", body).status_code == 201
+
+
 def test_a_create_neither_counts_the_jobs_nor_reads_every_plan(api, tenant):
     """max_jobs is checked against the count the database keeps (apps.jobs.jobcount); the
     platform's floor (all plans) is read only for a schedule the plan does not allow."""

@@ -9,14 +9,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from types import SimpleNamespace
+
 from cronsvc.delivery.guard import (
     AddressPolicy,
     ForbiddenTarget,
+    InvalidHost,
     check_url,
     check_url_at_save,
     forbidden_reason,
     is_forbidden_address,
     open_connection,
+    outbound_policy,
     parse_networks,
     parse_ports,
 )
@@ -212,3 +216,106 @@ def test_settings_parsers():
         parse_ports("0-10")
     assert parse_networks("10.0.0.0/8, fd00::/8") == (
         ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("fd00::/8"))
+
+
+# --- host names -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("url, hint", [
+    ("http://héllo.com/", "xn--hllo-bpa.com"),  # the form to give instead, in the message
+    ("https://faß.de/", "xn--fa-hia.de"),  # IDNA 2008 (UTS 46), not 2003's fass.de: another domain
+    ("http://ex\u3002com/", None),  # an ideographic full stop: a separator to some parsers only
+    ("http://a\u200b.com/", None),  # a zero-width space
+    ("http://\u2488.com/", None),  # no IDNA form at all
+    ("http://xn--/", None),  # an xn-- label that is no punycode (encoders raise UnicodeError)
+    ("http://xn--zz-zz.com/", None),
+    ("http://" + "a" * 64 + ".com/", None),  # a label over 63 (the resolver's encoder raises)
+    ("http://a..b/", None),
+    ("http://%31%32%37.0.0.1/", None),  # percent-encoded: 127.0.0.1 to a WHATWG parser
+    ("http://exa_mple!.com/", None),
+])
+def test_a_host_that_is_not_an_ascii_host_name_is_invalid(url, hint):
+    with pytest.raises(InvalidHost) as refused:
+        check_url(url, DEFAULT)
+    assert refused.value.code == "invalid_host" and isinstance(refused.value, ForbiddenTarget)
+    if hint:
+        assert hint in refused.value.reason
+    with pytest.raises(InvalidHost):  # the cached verdict keeps its kind
+        check_url(url, DEFAULT)
+
+
+@pytest.mark.parametrize("url", [
+    "http://xn--hllo-bpa.com/", "https://my_host.example.com:8443/", "http://a-b.c-d.example/",
+    "http://" + "a" * 63 + ".com/",
+])
+def test_ascii_host_names_pass(url):
+    assert check_url(url, DEFAULT).host == url.split("/")[2].split(":")[0]
+
+
+def test_a_refused_address_keeps_its_code():
+    with pytest.raises(ForbiddenTarget) as refused:
+        check_url("http://127.1/", DEFAULT)
+    assert refused.value.code == "forbidden_target" and not isinstance(refused.value, InvalidHost)
+
+
+def test_open_connection_refuses_a_name_the_resolver_cannot_encode():
+    with pytest.raises(InvalidHost):
+        open_connection("a" * 64 + ".com", 443, DEFAULT, timeout=1)
+
+
+# --- the one policy from settings (docs/security.md, "One outbound policy") -------------------
+
+def settings_of(private=False, networks=(), ports="80,443,1024-65535"):
+    return SimpleNamespace(OUTBOUND_ALLOW_PRIVATE=private, OUTBOUND_ALLOWED_NETWORKS=networks,
+                           OUTBOUND_ALLOWED_PORTS=ports)
+
+
+@pytest.mark.parametrize("ports", ["", " ", None, "80,443,1024-65535"])
+def test_empty_allowed_ports_mean_the_default_list(ports):
+    policy = outbound_policy(settings_of(ports=ports))
+    assert [p for p in (22, 25, 80, 443, 1023, 1024, 8080, 65535) if policy.port_allowed(p)] == \
+        [80, 443, 1024, 8080, 65535]
+
+
+def test_listed_ports_are_the_only_ones():
+    policy = outbound_policy(settings_of(ports="443,8000-8001"))
+    assert [p for p in (80, 443, 8000, 8001, 8002) if policy.port_allowed(p)] == [443, 8000, 8001]
+
+
+@pytest.mark.parametrize("ports", [",", "0", "http", "443,70000"])
+def test_ports_that_name_no_port_or_a_wrong_one_are_an_error(ports):
+    with pytest.raises(ValueError):
+        outbound_policy(settings_of(ports=ports))
+
+
+def test_networks_are_read_from_a_list_or_a_comma_separated_text():
+    as_list = outbound_policy(settings_of(networks=["127.0.0.0/8", "::1/128"]))
+    assert as_list == outbound_policy(settings_of(networks="127.0.0.0/8, ::1/128"))
+    assert forbidden_reason("127.0.0.2", as_list) is None and forbidden_reason("::1", as_list) is None
+    assert forbidden_reason("10.0.0.1", as_list) == "private"
+
+
+def test_a_purpose_may_widen_the_networks_but_keeps_the_rest():
+    sso = outbound_policy(settings_of(networks=["127.0.0.0/8"], ports="443"), also_allowed_networks=["10.20.0.0/16"])
+    assert forbidden_reason("10.20.0.1", sso) is None and forbidden_reason("127.0.0.1", sso) is None
+    assert forbidden_reason("10.21.0.1", sso) == "private" and not sso.port_allowed(80)
+
+
+def test_allow_private_lifts_the_address_check_not_the_ports():
+    policy = outbound_policy(settings_of(private=True))
+    assert forbidden_reason("169.254.169.254", policy) is None and not policy.port_allowed(22)
+
+
+@pytest.mark.parametrize("host, address", [
+    ("127.1", "127.0.0.1"), ("2130706433", "127.0.0.1"), ("0x7f000001", "127.0.0.1"), ("0177.0.0.1", "127.0.0.1"),
+    ("0x7f.1", "127.0.0.1"), ("134744072", "8.8.8.8"),
+])
+def test_an_unusual_spelling_of_an_address_is_refused_even_where_the_address_is_allowed(host, address):
+    """getaddrinfo reads these as the address; the asyncio engine's URL parser refuses some
+    (127.1) and resolves others as names (0x7f000001): only the canonical spelling is sent."""
+    with pytest.raises(InvalidHost, match=f"write {address}"):
+        check_url(f"http://{host}:8080/", LOOPBACK)
+    if address.startswith("127."):  # where the address is refused, that is the reason given
+        with pytest.raises(ForbiddenTarget, match="loopback") as refused:
+            check_url(f"http://{host}:8080/", DEFAULT)
+        assert not isinstance(refused.value, InvalidHost)
+    assert check_url(f"http://{address}:8080/", LOOPBACK).literal_ip == ipaddress.ip_address(address)

@@ -204,6 +204,26 @@ def test_requests_the_proxy_does_not_serve_get_a_4xx_with_a_code(raw, status):
     assert b"X-Egress-Error: egress_" in answer
 
 
+@pytest.mark.parametrize("raw", [
+    "CONNECT héllo.com:443 HTTP/1.1\r\n\r\n".encode(),  # UTF-8, as a script would send it
+    "GET http://héllo.com/ HTTP/1.1\r\n\r\n".encode(),
+    "CONNECT ü.example:443 HTTP/1.1\r\n\r\n".encode("latin-1"),
+    b"GET http://\xff\xfe/ HTTP/1.1\r\n\r\n",
+    # ASCII, but no host name: each of these killed the proxy's thread with a UnicodeError
+    b"CONNECT xn--:443 HTTP/1.1\r\n\r\n",
+    b"GET http://xn--/ HTTP/1.1\r\n\r\n",
+    b"CONNECT " + b"a" * 64 + b".com:443 HTTP/1.1\r\n\r\n",
+    b"GET http://" + b"a" * 64 + b".com/ HTTP/1.1\r\n\r\n",
+])
+def test_a_host_that_is_no_ascii_host_name_is_a_bad_request(raw):
+    with EgressProxy(EgressRules()) as proxy:
+        answer = ask(proxy, raw)
+        assert answer.startswith(b"HTTP/1.1 400 "), answer
+        assert b"\r\nX-Egress-Error: egress_bad_request\r\n" in answer
+        # and the proxy goes on serving the run
+        assert b"X-Egress-Error: egress_forbidden" in ask(proxy, get("http://169.254.169.254/"))
+
+
 def test_connections_in_total_and_at_once_are_capped(endpoint):
     rules = EgressRules(policy=only(endpoint), max_connections=2, max_open=1)
     with EgressProxy(rules) as proxy:

@@ -59,6 +59,8 @@ def test_update_keeps_secrets_left_out(api, tenant):
 @pytest.mark.parametrize("body,field,code", [
     ({"kind": "slack", "config": {"url": "http://10.0.0.1/hook"}}, "config.url", "forbidden_target"),
     ({"kind": "slack", "config": {"url": "ftp://x"}}, "config.url", "invalid_url"),
+    ({"kind": "slack", "config": {"url": "https://hoöks.example/x"}}, "config.url", "invalid_host"),
+    ({"kind": "webhook", "config": {"url": "https://xn--/x"}}, "config.url", "invalid_host"),
     ({"kind": "slack", "config": {"url": SLACK_URL, "token": "x"}}, "config.token", "unknown_field"),
     ({"kind": "email", "config": {"to": ["not-an-address"]}}, "config.to", "invalid_email"),
     ({"kind": "telegram", "config": {"bot_token": "x", "chat_id": "1"}}, "config.bot_token", "invalid_token"),
