@@ -103,3 +103,14 @@ def masked_fields(label, values):
     if not secrets or not isinstance(values, dict):
         return values
     return {name: (secrets[name].masked(value) if name in secrets else value) for name, value in values.items()}
+
+
+def masked_payload(label, data):
+    """An event's payload about an object of model ``label`` (an audit event's data): its
+    secret fields masked as the model declares them, and any other key named like a secret
+    field of any model masked whole."""
+    if not isinstance(data, dict):
+        return data
+    own = secrets_of(label)
+    return {key: (own[key].masked(value) if key in own else MASK if key in FIELD_NAMES and value else value)
+            for key, value in data.items()}
