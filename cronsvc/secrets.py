@@ -78,6 +78,11 @@ NOT_SECRET = {
     ("accounts.ApiKey", "secret_hash"): "a salted SHA-256 hash of the key, never the key",
     ("accounts.ApiKey", "salt"): "the hash's salt",
     ("accounts.User", "password"): "Django's salted password hash",
+    ("accounts.IdempotencyKey", "key"): "the client's own Idempotency-Key header, a request id",
+    ("badges.Badge", "token"): "the public badge URL's id, made to be embedded in a README",
+    ("monitors.Monitor", "badge_token"): "the public monitor badge URL's id, made to be embedded",
+    ("observability.Heartbeat", "key"): "a process's name (kind:host:pid)",
+    ("archives.Archive", "key"): "the archive object's key in the bucket",
 }
 
 _BY_MODEL = {}
