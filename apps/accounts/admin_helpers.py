@@ -1,8 +1,10 @@
-"""Admin helpers: very large tables, read-only tables."""
+"""Admin helpers: very large tables, read-only tables, secret fields."""
 
 from django.contrib import admin
 from django.core.paginator import Paginator
 from django.utils.functional import cached_property
+
+from cronsvc import secrets
 
 COUNT_CAP = 10_000
 
@@ -29,3 +31,12 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class HidesSecrets:
+    """Mixed into a ModelAdmin: the model's secret fields (those the registry of secrets,
+    cronsvc.secrets, declares) are left out of its change form, so an operator's page never
+    shows them; the customer's API and pages set them."""
+
+    def get_exclude(self, request, obj=None):
+        return [*(super().get_exclude(request, obj) or ()), *secrets.secrets_of(self.model._meta.label)]

@@ -4,11 +4,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.sql import rows
+from cronsvc import secrets
+
 from .hooks import run_plan_change
 from .models import AuditEvent
 
 
 def record_audit(organization, action, *, target=None, actor_user=None, actor_api_key=None, data=None, ip=None):
+    """One AuditEvent; ``data`` is kept with the secrets the registry (cronsvc.secrets) declares masked."""
     return rows.insert(AuditEvent(  # every API mutation writes one: no ORM insert compiler
         organization=organization,
         actor_user=actor_user,
@@ -16,7 +19,7 @@ def record_audit(organization, action, *, target=None, actor_user=None, actor_ap
         action=action,
         target_type=target._meta.label_lower if target is not None else "",
         target_id=str(target.pk) if target is not None else "",
-        data=data or {},
+        data=secrets.masked_payload(target._meta.label if target is not None else "", data or {}),
         ip=ip,
     ))
 

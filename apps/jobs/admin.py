@@ -4,7 +4,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.accounts.admin_helpers import ReadOnlyAdmin
+from apps.accounts.admin_helpers import HidesSecrets, ReadOnlyAdmin
 from cronsvc.schedules import ScheduleError
 from cronsvc.schedules.window_parse import blackouts_to_list, parse_blackouts, parse_windows, windows_to_list
 
@@ -34,7 +34,7 @@ def _engine_checked(value, parse, to_list, field):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(HidesSecrets, admin.ModelAdmin):
     form = JobAdminForm
     list_display = ["name", "organization", "project", "schedule_type", "cron_expression", "enabled",
                     "priority", "next_run_at", "last_status", "consecutive_failures"]
@@ -82,7 +82,7 @@ class JobAdmin(admin.ModelAdmin):
 
 
 @admin.register(JobVersion)
-class JobVersionAdmin(ReadOnlyAdmin):
+class JobVersionAdmin(HidesSecrets, ReadOnlyAdmin):
     """Versions are written by the job services only: read here, never edited."""
 
     list_display = ["job", "number", "created_at", "source", "actor_user", "actor_api_key", "rollback_of"]
@@ -90,4 +90,3 @@ class JobVersionAdmin(ReadOnlyAdmin):
     search_fields = ["=job__id", "job__name"]
     list_select_related = ["job", "actor_user", "actor_api_key"]
     raw_id_fields = ["job", "organization", "actor_user", "actor_api_key"]
-    exclude = ["secrets"]  # encrypted; never shown

@@ -221,7 +221,7 @@ class JobVersion(models.Model):
     rollback_of = models.PositiveIntegerField(null=True, blank=True, help_text="The version rolled back to.")
     snapshot = models.JSONField(default=dict)
     changes = models.JSONField(default=dict, blank=True, help_text="{field: {from, to}}, secrets masked.")
-    secrets = EncryptedJSONField(null=True, blank=True, help_text="This version's auth and secret headers.")
+    secrets = EncryptedJSONField(null=True, blank=True, help_text="This version's secret fields (cronsvc.secrets), for a rollback.")
 
     objects = tenant_manager("organization")
 

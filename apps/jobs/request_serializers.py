@@ -9,6 +9,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from apps.api.base import StrictSerializer
+from cronsvc import secrets
 from cronsvc.delivery.masking import MASK
 
 from .models import Job
@@ -38,11 +39,7 @@ class AuthField(serializers.Field):
     (a read-modify-write round trip) keeps the stored secret; null removes the auth."""
 
     def to_representation(self, auth):
-        if not auth:
-            return None
-        masked = {key: value for key, value in auth.items() if key in ("type", "username")}
-        masked.update({key: MASK for key in SECRET_KEYS.get(auth.get("type"), ()) if key != "username"})
-        return masked
+        return secrets.find("jobs.Job", "auth").masked(auth) or None
 
     def to_internal_value(self, data):
         if not isinstance(data, Mapping) or data.get("type") not in SECRET_KEYS:
@@ -66,7 +63,7 @@ class HeadersField(serializers.DictField):
                          source="*", **kwargs)
 
     def to_representation(self, job):
-        return {**(job.headers or {}), **{name: MASK for name in (job.secret_headers or {})}}
+        return {**(job.headers or {}), **secrets.find("jobs.Job", "secret_headers").masked(job.secret_headers or {})}
 
     def to_internal_value(self, data):
         return {"headers": super().to_internal_value(data)}

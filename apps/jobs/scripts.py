@@ -9,6 +9,7 @@ from functools import lru_cache
 import redis
 from django.conf import settings
 
+from cronsvc import secrets
 from cronsvc.delivery.masking import MASK
 from cronsvc.sandbox import MAX_SCRIPT_BYTES, Language, Script, ScriptRejected, sandbox_available
 from cronsvc.sandbox.runner import validate
@@ -25,7 +26,7 @@ class ScriptEnvField(serializers.DictField):
         super().__init__(child=serializers.CharField(max_length=4096, allow_blank=True), **kwargs)
 
     def to_representation(self, value):
-        return {name: MASK for name in (value or {})}
+        return secrets.find("jobs.Job", "script_env").masked(value or {})
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)

@@ -9,9 +9,10 @@ inserts from the row it already claims, so runs name their version at no cost.
 
 A version's ``snapshot`` is the job's definition (its schedule, request, retry and success
 rules, windows, dependencies: everything but the running state and the pause switch, which
-the audit log records), JSON-native. Secrets never appear in it in clear: ``auth`` and
-``secret_headers`` are masked there and in ``changes``, and kept encrypted in ``secrets``
-for a rollback, as the job itself keeps them.
+the audit log records), JSON-native. Secrets never appear in it in clear: the job's secret
+fields (those the registry of secrets, cronsvc.secrets, declares for ``jobs.Job``: auth,
+secret headers, the script's environment) are masked there and in ``changes``, and kept
+encrypted in ``secrets`` for a rollback, as the job itself keeps them.
 """
 
 import copy
@@ -22,7 +23,7 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
-from cronsvc.delivery.masking import MASK
+from cronsvc import secrets as registry
 
 from . import queries
 from .models import Job, JobDependency, JobVersion
@@ -32,7 +33,7 @@ NOT_VERSIONED = frozenset({
     "id", "organization", "enabled", "paused_reason", "next_run_at", "last_run_at", "last_status",
     "consecutive_failures", "expired_at", "disabled_reason", "created_at", "updated_at", "version",
 })
-SECRET_FIELDS = ("auth", "secret_headers")
+SECRET_FIELDS = tuple(registry.secrets_of("jobs.Job"))
 DEPENDENCIES = "dependencies"
 
 
@@ -76,16 +77,13 @@ def _json_value(value):
 
 
 def masked(name, value):
-    """A secret field's value as versions show it: which secret, never its value."""
-    if name == "auth" and value:
-        return {key: (item if key == "type" else MASK) for key, item in value.items()}
-    if name == "secret_headers" and value:
-        return {header: MASK for header in value}
-    return value
+    """A field's value as versions show it: a secret field says which secret, never its value."""
+    secret = registry.find("jobs.Job", name)
+    return secret.masked(value) if secret else value
 
 
 def public(values):
-    return {name: masked(name, value) for name, value in values.items()}
+    return registry.masked_fields("jobs.Job", values)
 
 
 def diff(before, after):
@@ -138,10 +136,17 @@ def _keep_baseline(job, before):
 
 
 def restored(version):
-    """The version's definition with its secrets, as ``definition`` gives it."""
+    """The version's definition with its secrets, as ``definition`` gives it. Raises
+    VersionConflict when the version shows a secret it did not keep (nothing to restore)."""
     values = dict(version.snapshot)
+    kept = version.secrets or {}
     for name in SECRET_FIELDS:
-        values[name] = (version.secrets or {}).get(name)
+        if name not in values:  # a version older than the field: the rollback leaves it as it is
+            continue
+        if values[name] and name not in kept:
+            raise VersionConflict(f"Version {version.number} kept its {name} masked only: it cannot be "
+                                  f"restored. Roll back to another version or set {name} again.")
+        values[name] = kept.get(name)
     return values
 
 

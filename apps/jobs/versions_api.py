@@ -39,8 +39,8 @@ def author_of(version):
 class JobVersionSerializer(serializers.ModelSerializer):
     author = serializers.SerializerMethodField()
     changes = serializers.DictField(read_only=True, help_text=(
-        "{field: {from, to}} against the version before; empty for version 1. Secret fields (auth, "
-        "secret_headers) show which secret, its values as ••••."))
+        "{field: {from, to}} against the version before; empty for version 1. Secret fields (auth, secret_headers, "
+        "script_env) show which secret, its values as ••••."))
 
     class Meta:
         model = JobVersion

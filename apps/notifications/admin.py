@@ -2,24 +2,24 @@
 
 from django.contrib import admin
 
+from apps.accounts.admin_helpers import HidesSecrets
+
 from .models import Channel, EventSubscription, Notification, OutboxEvent
 
 
 @admin.register(Channel)
-class ChannelAdmin(admin.ModelAdmin):
+class ChannelAdmin(HidesSecrets, admin.ModelAdmin):
     list_display = ["name", "kind", "project", "organization", "enabled", "created_at"]
     list_filter = ["kind", "enabled"]
     search_fields = ["name", "project__name", "organization__name"]
     list_select_related = ["project", "organization"]
-    exclude = ["config"]  # URLs and tokens are the customer's secrets
     raw_id_fields = ["organization", "project"]
 
 
 @admin.register(EventSubscription)
-class EventSubscriptionAdmin(admin.ModelAdmin):
+class EventSubscriptionAdmin(HidesSecrets, admin.ModelAdmin):
     list_display = ["id", "project", "organization", "enabled", "created_at"]
     list_select_related = ["project", "organization"]
-    exclude = ["url", "secret"]
     raw_id_fields = ["organization", "project"]
 
 

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 
+from cronsvc import secrets
 from cronsvc.delivery.guard import ForbiddenTarget, check_url_at_save, outbound_policy
 from cronsvc.delivery.signing import generate_secret
 
@@ -21,7 +22,9 @@ FIELDS = {
     "discord": ("url",),
     "telegram": ("bot_token", "chat_id"),
 }
-SECRET_FIELDS = {"url", "secret", "bot_token"}
+# The config's secret fields: what the registry of secrets (cronsvc.secrets) does not show.
+SECRET_FIELDS = ({name for names in FIELDS.values() for name in names}
+                 - secrets.find("notifications.Channel", "config").shown)
 _TELEGRAM_TOKEN = re.compile(r"^\d{3,20}:[A-Za-z0-9_-]{20,100}$")
 _CHAT_ID = re.compile(r"^(-?\d{1,20}|@[A-Za-z0-9_]{5,64})$")
 

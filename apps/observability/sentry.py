@@ -4,12 +4,15 @@
 frames' local variables, extra and contexts — and:
 - drops request bodies and cookies outright (a job's body or a form may hold anything);
 - replaces the value of every key named like a secret (authorization, cookie, token,
-  secret, key, password, auth, signature, credential, session, csrf);
+  secret, key, password, auth, signature, credential, session, csrf), and of every key named
+  like a secret field of the registry of secrets (cronsvc.secrets: ``script_env``, ``config``);
 - masks API keys (``csk_``) and signing secrets (``whsec_``) wherever they appear in text.
 Imported by config/settings.py, so nothing here touches Django at import time.
 """
 
 import re
+
+from cronsvc.secrets import FIELD_NAMES
 
 FILTERED = "[Filtered]"
 SECRET_NAME = re.compile(r"auth|cookie|token|secret|key|passw|signature|credential|session|csrf", re.I)
@@ -42,10 +45,11 @@ def _clean(value, depth):
 
 def _secret_key(key):
     # Sentry's own structure keys ("event_id", "keys" of a frame) are not secrets.
-    return isinstance(key, str) and key not in _STRUCTURE_KEYS and bool(SECRET_NAME.search(key))
+    return isinstance(key, str) and key not in _STRUCTURE_KEYS and (key in FIELD_NAMES or bool(SECRET_NAME.search(key)))
 
 
-_STRUCTURE_KEYS = frozenset({"event_id", "sdk", "type", "module"})
+# A request's "url" is Sentry's own structure too (its query string is scrubbed as text).
+_STRUCTURE_KEYS = frozenset({"event_id", "sdk", "type", "module", "url"})
 
 
 def init(dsn, *, environment, traces_sample_rate, transport=None):

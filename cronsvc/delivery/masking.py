@@ -1,13 +1,14 @@
-"""Which headers carry credentials, and the copy of a header set that may be kept or shown.
+"""The copy of a header set that may be kept or shown.
 
-One list for both directions: a job's request headers (stored encrypted, shown masked) and
-the response headers an endpoint sends back (kept in history masked, e.g. ``Set-Cookie``).
+Which headers carry credentials is declared once, in the registry of secrets
+(cronsvc.secrets.SECRET_HEADER_NAMES), for both directions: a job's request headers
+(stored encrypted, shown masked) and the response headers an endpoint sends back (kept in
+history masked, e.g. ``Set-Cookie``).
 """
 
-MASK = "••••"
-SECRET_HEADER_NAMES = frozenset({
-    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
-})
+from cronsvc.secrets import MASK, SECRET_HEADER_NAMES
+
+__all__ = ["MASK", "SECRET_HEADER_NAMES", "masked"]
 
 
 def masked(headers, also=frozenset()):

@@ -101,6 +101,78 @@ def test_rollback_restores_the_definition_secrets_included_as_a_new_audited_vers
     assert again.status_code == 200 and again.json()["number"] == 3  # already that definition: nothing new
 
 
+ENV_SECRET, NEW_ENV_SECRET = "env-s3cr3t-one", "env-s3cr3t-two"
+
+
+def script_job(make_job, tenant, env):
+    return make_job(tenant, url="", kind="script", script_language="python", script_source="print(1)\n",
+                    script_env=env)
+
+
+def test_a_scripts_environment_never_appears_in_clear_in_versions_and_rolls_back(api, tenant, make_job,
+                                                                                 member_client):
+    job = script_job(make_job, tenant, {"REGION": "eu", "TOKEN": ENV_SECRET})
+    patch(api, job, {"script": {"language": "python", "source": "print(1)\n",
+                                "env": {"REGION": "us", "TOKEN": NEW_ENV_SECRET}}})
+    viewer = member_client(tenant, "viewer")
+    shown = json.dumps([viewer.get(f"/api/v1/jobs/{job.pk}/versions/").json(),
+                        viewer.get(f"/api/v1/jobs/{job.pk}/versions/1/").json(),
+                        viewer.get(f"/api/v1/jobs/{job.pk}/versions/2/").json()])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT snapshot::text, changes::text, secrets FROM jobs_jobversion WHERE job_id = %s",
+                       [job.pk])
+        stored = json.dumps(cursor.fetchall())
+    for secret in (ENV_SECRET, NEW_ENV_SECRET, '"eu"', '"us"'):
+        assert secret not in shown and secret not in stored, secret
+    v2 = versions(api, job)[0]
+    assert v2["changes"]["script_env"] == {"from": {"REGION": "••••", "TOKEN": "••••"},
+                                           "to": {"REGION": "••••", "TOKEN": "••••"}}
+    response = api.post(f"/api/v1/jobs/{job.pk}/versions/1/rollback/")
+    assert response.status_code == 201, response.content
+    job.refresh_from_db()
+    assert job.script_env == {"REGION": "eu", "TOKEN": ENV_SECRET}
+
+
+def _migration():
+    import importlib
+
+    return importlib.import_module("apps.jobs.migrations.0012_jobversion_secret_fields_masked")
+
+
+def test_the_migration_masks_old_versions_and_their_rollback_still_restores_the_secret(api, tenant, make_job):
+    from django.apps import apps
+
+    job = script_job(make_job, tenant, {"TOKEN": NEW_ENV_SECRET})
+    patch(api, job, {"name": "renamed"})
+    # A version as kept before the registry of secrets: the environment in clear.
+    v1 = JobVersion.objects.get(job=job, number=1)
+    clear = {**v1.snapshot, "script_env": {"TOKEN": ENV_SECRET}}
+    JobVersion.objects.filter(pk=v1.pk).update(
+        snapshot=clear, changes={"script_env": {"from": {"TOKEN": "older"}, "to": {"TOKEN": ENV_SECRET}}},
+        secrets={"auth": {"type": "bearer", "token": TOKEN}})
+    _migration().mask_version_secrets(apps, None)
+    _migration().mask_version_secrets(apps, None)  # again: nothing left to change
+    v1.refresh_from_db()
+    assert v1.snapshot["script_env"] == {"TOKEN": "••••"}
+    assert v1.changes["script_env"] == {"from": {"TOKEN": "••••"}, "to": {"TOKEN": "••••"}}
+    assert v1.secrets == {"auth": {"type": "bearer", "token": TOKEN}, "script_env": {"TOKEN": ENV_SECRET}}
+    assert ENV_SECRET not in json.dumps(api.get(f"/api/v1/jobs/{job.pk}/versions/1/").json())
+    assert api.post(f"/api/v1/jobs/{job.pk}/versions/1/rollback/").status_code == 201
+    job.refresh_from_db()
+    assert job.script_env == {"TOKEN": ENV_SECRET} and job.name == v1.snapshot["name"]
+
+
+def test_a_version_that_kept_a_secret_masked_only_refuses_the_rollback(api, tenant, make_job):
+    job = script_job(make_job, tenant, {"TOKEN": ENV_SECRET})
+    patch(api, job, {"name": "renamed"})
+    JobVersion.objects.filter(job=job, number=1).update(secrets=None)
+    response = api.post(f"/api/v1/jobs/{job.pk}/versions/1/rollback/")
+    assert response.status_code == 409 and error_of(response)["code"] == "version_conflict"
+    assert "script_env" in error_of(response)["message"]
+    job.refresh_from_db()
+    assert (job.name, job.script_env) == ("renamed", {"TOKEN": ENV_SECRET})
+
+
 def test_rollback_is_validated_and_refused_when_an_upstream_is_gone(api, tenant):
     upstream = create(api, tenant, name="upstream")
     job = create(api, tenant, name="downstream", dependencies=[{"job": str(upstream.pk)}])

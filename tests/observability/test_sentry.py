@@ -48,6 +48,16 @@ def test_scrub_removes_secret_keys_bodies_and_prefixed_strings():
     assert scrubbed["event_id"] == "keep-me"
 
 
+def test_scrub_removes_every_field_the_registry_of_secrets_declares():
+    """Names that look like nothing secret (a script's environment, a channel's config) are
+    declared in cronsvc.secrets, and filtered by that name; a request's own url stays."""
+    event = {"extra": {"script_env": {"TOKEN": "env-value"}, "config": {"url": "https://hooks.example/T0/x"}},
+             "request": {"url": "https://cronsvc.example/api/v1/jobs/"}}
+    scrubbed = sentry.scrub(event)
+    assert scrubbed["extra"] == {"script_env": "[Filtered]", "config": "[Filtered]"}
+    assert scrubbed["request"]["url"] == "https://cronsvc.example/api/v1/jobs/"
+
+
 def test_an_exception_with_secrets_in_its_frames_reaches_sentry_without_them(transport):
     def deliver(job_auth, signing_secrets):
         headers = {"Authorization": BEARER, "X-Custom-Token": CUSTOM_TOKEN}  # noqa: F841
