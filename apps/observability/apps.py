@@ -17,10 +17,16 @@ class ObservabilityConfig(AppConfig):
 
         on_outcomes(count_outcomes)
 
+        # Dead letters counted by reason (a worker puts them aside and goes on).
+        from apps.executions.deadletters import on_dead_letter
+
+        from . import metrics
+
+        on_dead_letter(lambda reason: metrics.DEAD_LETTERS.labels(reason).inc())
+
         # The scheduler's metrics and heartbeat (taken once when its loop starts).
         from apps.executions.hooks import SchedulerReport, on_scheduler_report
 
-        from . import metrics
         from .heartbeats import Beat
 
         on_scheduler_report(SchedulerReport(
