@@ -15,6 +15,7 @@ from apps.executions.tasks import RUN_TASK
 from soak.services import PrivateRedis
 from tests.support.broker import queued_runs
 from tests.support.processes import start_procfile_process, wait_for
+from tests.support.processes import start_worker as start_plain_worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -112,6 +113,36 @@ def test_a_huge_poison_message_is_kept_cut_short(private_redis, start_worker, ma
     assert len(letter["body"]) < deadletters.BODY_LIMIT + 100
     assert letter["body"].endswith("[1000000 characters]")
     assert_alive(worker)
+
+
+@pytest.mark.parametrize("live_broker", ["rabbitmq"], indirect=True)
+def test_on_rabbitmq_what_celery_refuses_is_dead_lettered(tmp_path, private_redis, make_tenant, make_job, target,
+                                                          live_broker):
+    from kombu import Connection
+
+    from apps.executions import publishing
+
+    tenant = make_tenant(plan="enterprise")
+    queue = live_broker.private_queue(tenant)
+    ids = queued_runs(make_job(tenant, url=target.url("/ok")), queue, 2)
+    # RabbitMQ for messages, the private Redis for the rest (dead letters included).
+    worker = start_plain_worker(tmp_path, [queue], name="rabbit", **ENV, **live_broker.env, REDIS_URL=private_redis.url)
+    try:
+        worker.wait_ready()
+        with Connection(live_broker.url) as connection:
+            producer = connection.Producer()
+            for body in (b"this is not json", b'{"hello": "not a task"}'):
+                producer.publish(body, exchange="", routing_key=queue, content_type="application/json",
+                                 content_encoding="utf-8", serializer=None)
+        publishing.publish({queue: ids})
+        wait_for(lambda: succeeded(ids) == 2, timeout=60, message="the valid runs to succeed")
+        wait_for(lambda: len(deadletters.entries()) == 2, timeout=10, message="two dead letters")
+        assert_alive(worker)
+    finally:
+        worker.stop()
+    reasons = [letter["reason"] for letter in reversed(deadletters.entries())]
+    assert reasons[0].startswith("undecodable body") and reasons[1] == "not a Celery task message"
+    assert [letter["queue"] for letter in deadletters.entries()] == [queue, queue]
 
 
 def fill_to_maxmemory(client):
