@@ -4,12 +4,64 @@ import signal
 from celery import Celery, platforms
 from celery.apps.beat import Beat as CeleryBeat
 from celery.signals import worker_ready, worker_shutdown
+from celery.worker.consumer import Consumer as CeleryConsumer
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("cronsvc")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# A worker never gives up on its broker: it retries the connection for as long as it is
+# down (kombu's back-off: 2 s, 4 s, ... up to 30 s between tries), counting each loss;
+# Celery's default stops the worker after 100 failed tries.
+app.conf.update(broker_connection_max_retries=None, worker_consumer="config.celery:Consumer")
+
+
+class Consumer(CeleryConsumer):
+    """Celery's consumer, with the messages it refuses dead-lettered rather than only
+    logged (apps/executions/deadletters.py) and its broker losses counted
+    (``cronsvc_worker_broker_errors_total{kind="connection"}``). What the transport
+    cannot even read is dead-lettered there (config/redis_transport.py)."""
+
+    def on_decode_error(self, message, exc):
+        _dead_letter(message, f"undecodable body: {exc.__class__.__name__}: {exc}")
+        super().on_decode_error(message, exc)
+
+    def on_unknown_message(self, body, message):
+        _dead_letter(message, "not a Celery task message")
+        super().on_unknown_message(body, message)
+
+    def on_unknown_task(self, body, message, exc):
+        _dead_letter(message, f"unknown task: {exc}")
+        super().on_unknown_task(body, message, exc)
+
+    def on_invalid_task(self, body, message, exc):
+        _dead_letter(message, f"invalid task: {exc}")
+        super().on_invalid_task(body, message, exc)
+
+    def on_connection_error_before_connected(self, exc):
+        _count_connection_loss()
+        super().on_connection_error_before_connected(exc)
+
+    def on_connection_error_after_connected(self, exc):
+        _count_connection_loss()
+        super().on_connection_error_after_connected(exc)
+
+
+def _dead_letter(message, reason):
+    from apps.executions import deadletters
+
+    delivery = getattr(message, "delivery_info", None) or {}
+    queue = delivery.get("routing_key") or delivery.get("exchange") or ""
+    raw = getattr(message, "_raw", None) or {"headers": message.headers, "body": message.body}
+    deadletters.record(queue, reason, raw)
+
+
+def _count_connection_loss():
+    from config.redis_transport import broker_trouble
+
+    broker_trouble("connection", "broker connection lost: reconnecting with back-off")
 
 
 class GracefulBeat(CeleryBeat):

@@ -8,6 +8,15 @@ from dataclasses import dataclass, field
 #: PostgreSQL aborts a claim transaction idle this long (apps/executions/scheduler.py):
 #: a scheduler paused longer than that must find its claim gone, not act on it.
 CLAIM_IDLE_SECONDS = 10.0
+#: How long Redis is held at maxmemory (noeviction: every write refused).
+OOM_SECONDS = 6.0
+#: The queue the soak's workers consume (the Procfile's enterprise worker) and what is
+#: pushed onto it raw: not JSON, JSON that is no kombu message, and (through Celery) a
+#: task nobody knows and the run task with arguments that are not execution ids.
+POISON_QUEUE = "runs.enterprise"
+POISON_RAW = (b"this is not json", b"\xff\xfe not even utf-8", b'{"execution_ids": ["poison"]}')
+POISON_TASKS = (("apps.executions.tasks.no_such_task", [["poison"]]),
+                ("apps.executions.tasks.run_executions", ["not a list of ids"]))
 
 
 @dataclass(order=True)
@@ -21,7 +30,8 @@ def plan(seed, duration, schedulers, workers, rabbitmq=False):
     """The timeline: a kill of a random scheduler or worker every 20–60 s (the first two a
     worker and a scheduler, so a short soak has one of each), each restarted 2–5 s later;
     one Redis restart, one SIGSTOP of a scheduler for longer than a claim may sit idle, one
-    PostgreSQL restart, and with ``rabbitmq`` (the broker) one RabbitMQ crash and restart
+    PostgreSQL restart, Redis held at maxmemory for OOM_SECONDS, a burst of poison messages
+    on the workers' queue, and with ``rabbitmq`` (the broker) one RabbitMQ crash and restart
     near the end. A short soak scales the gaps down. The RabbitMQ event is drawn last, so
     a seed's plan is otherwise the same with either broker."""
     rng = random.Random(seed)
@@ -44,6 +54,10 @@ def plan(seed, duration, schedulers, workers, rabbitmq=False):
     events.append(Event(stop_at, "stop", paused))
     events.append(Event(stop_at + CLAIM_IDLE_SECONDS + 5, "cont", paused))
     events.append(Event(rng.uniform(0.65, 0.75) * duration, "postgres"))
+    oom_at = rng.uniform(0.18, 0.25) * duration
+    events.append(Event(oom_at, "oom"))
+    events.append(Event(oom_at + OOM_SECONDS, "oom_end"))
+    events.append(Event(rng.uniform(0.55, 0.6) * duration, "poison"))
     if rabbitmq:
         events.append(Event(rng.uniform(0.8, 0.88) * duration, "rabbitmq"))
     return sorted(events)
@@ -66,6 +80,7 @@ class Driver:
         self.faults = []  # {"fault", "at", "until"}: wall-clock start and end of each fault
         self.unexpected_exits = []
         self.substitutes = {}  # planned victim -> the process killed in its place
+        self.poison_sent = 0
 
     def run(self, events, started, duration):
         pending = list(events)
@@ -112,6 +127,18 @@ class Driver:
             self.services[event.action].restart()
             self.faults.append({"fault": f"{name} restart", "kind": event.action, "at": now, "until": time.time()})
             self.log(f"t={round(time.time() - started, 1)}s {name} is back")
+        elif event.action == "oom":
+            self.services["redis"].hold_at_maxmemory()
+            self.faults.append({"fault": "Redis at maxmemory", "kind": "oom", "at": now, "until": None})
+            self.log(f"t={offset}s Redis held at maxmemory (noeviction: every write refused)")
+        elif event.action == "oom_end":
+            self.services["redis"].release_memory()
+            self._close("Redis at maxmemory")
+            self.log(f"t={offset}s Redis has memory again")
+        elif event.action == "poison":
+            self.poison_sent += self._send_poison()
+            self.faults.append({"fault": "poison messages", "kind": "poison", "at": now, "until": time.time()})
+            self.log(f"t={offset}s {self.poison_sent} poison messages pushed onto {POISON_QUEUE}")
         elif event.action == "stop":
             process = self.processes[event.target]
             process.signal(signal.SIGSTOP)
@@ -125,6 +152,32 @@ class Driver:
             self.stopped.discard(process.name)
             self._close(f"SIGSTOP {event.target}")
             self.log(f"t={offset}s SIGCONT {process.name}")
+
+    def _send_poison(self):
+        """Push the poison onto the workers' queue in the broker: raw bytes (RabbitMQ: a
+        body that claims to be JSON) and, through Celery, tasks the worker must refuse."""
+        from celery import Celery
+        from kombu import Connection
+
+        rabbitmq = self.services["rabbitmq"]
+        url = rabbitmq.url if rabbitmq is not None else self.services["redis"].url
+        with Connection(url, connect_timeout=5) as connection:
+            if rabbitmq is None:
+                client = self.services["redis"].client()
+                for raw in POISON_RAW:
+                    client.lpush(POISON_QUEUE, raw)
+                client.close()
+                raw_count = len(POISON_RAW)
+            else:  # RabbitMQ frames every message: only its body can be garbage
+                producer = connection.Producer()
+                for raw in POISON_RAW[:1]:
+                    producer.publish(raw, exchange="", routing_key=POISON_QUEUE, content_type="application/json",
+                                     content_encoding="utf-8", serializer=None)
+                raw_count = 1
+            sender = Celery(broker=url, set_as_current=False)
+            for name, args in POISON_TASKS:
+                sender.send_task(name, args=args, queue=POISON_QUEUE, connection=connection)
+        return raw_count + len(POISON_TASKS)
 
     def _victim(self, name):
         """The planned victim, unless it is paused or already down: then another of its kind."""

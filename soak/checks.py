@@ -131,6 +131,14 @@ def check_processes(findings, unexpected_exits, healthy):
     findings.check("web answers /healthz after the chaos", healthy, "200" if healthy else "no answer")
 
 
+def check_dead_letters(findings, sent, letters):
+    """``sent``: poison messages the chaos pushed; ``letters``: the dead letters stored."""
+    reasons = Counter(letter["reason"].partition(":")[0] for letter in letters)
+    detail = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items())) or "none"
+    findings.check("every poison message was dead-lettered", len(letters) == sent,
+                   f"pushed: {sent}, dead letters: {len(letters)} ({detail})")
+
+
 def dispatch_lags(requests, executions):
     """(scheduled_for, lag seconds, arrival) per scheduled run: its first request's arrival
     at the target minus its scheduled time."""

@@ -188,6 +188,7 @@ class Soak:
         checks.check_requests(findings, requests, executions, attempts, faults)
         checks.check_usage(findings, self._usage_total(), len(attempts))
         checks.check_processes(findings, self.driver.unexpected_exits, wait_healthy(self.web_port, 30))
+        checks.check_dead_letters(findings, self.driver.poison_sent, self._dead_letters())
         lags = checks.dispatch_lags(requests, executions)
         first_fault = min((f["at"] for f in faults), default=float("inf"))
         checks.lag_figures(findings, lags, faults, first_fault, self.started + self.args.seconds)
@@ -196,6 +197,11 @@ class Soak:
         findings.figures.append(("drain after the chaos", f"{self.drained:.1f} s" if self.drained is not None
                                  else f"not drained in {self.args.drain_timeout:.0f} s"))
         return findings
+
+    def _dead_letters(self):
+        from apps.executions import deadletters
+
+        return deadletters.entries()
 
     def _usage_total(self):
         """{counter: total} of the billing app's usage counters, None without metering."""

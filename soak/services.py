@@ -148,6 +148,23 @@ class PrivateRedis:
         time.sleep(down_seconds)
         self.start()
 
+    def client(self):
+        import redis
+
+        return redis.Redis.from_url(self.url, socket_connect_timeout=5, socket_timeout=5)
+
+    def hold_at_maxmemory(self, below=100_000):
+        """Redis full, as at ``maxmemory`` with noeviction: every write refused, reads and
+        deletions allowed. Held below its usage, so no stray write slips through."""
+        with self.client() as client:
+            used = client.info("memory")["used_memory"]
+            client.config_set("maxmemory-policy", "noeviction")
+            client.config_set("maxmemory", str(max(1, used - below)))
+
+    def release_memory(self):
+        with self.client() as client:
+            client.config_set("maxmemory", "0")
+
 
 def _rabbitmq_bin(name):
     """RabbitMQ's own scripts. Debian's /usr/sbin wrappers would run the node as the

@@ -3,7 +3,8 @@
 Recording a run's outcome is where usage is metered (billing), where alerts and outgoing
 events are decided (notifications) and where downstream jobs start (workflows). Each of
 those must commit or roll back with the outcome itself — a crash in between must neither
-lose nor double anything — so they run inside the recording transaction, as hooks that
+lose nor double anything — so they run inside the recording transaction (a hook that
+raises is logged and counted and undoes only its own writes: ``run_outcome_hooks``), as hooks that
 the apps register from their ``AppConfig.ready()``. The executions app imports none of
 them, and a hook sees only the plain facts below.
 
@@ -23,6 +24,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+
+from django.db import InterfaceError, OperationalError, transaction
 
 from cronsvc.slot import Slot
 
@@ -56,6 +59,10 @@ class Outcome:
 _hooks = []
 
 
+def _ignore_failure(name):
+    return None
+
+
 def on_outcomes(hook):
     """Register ``hook(outcomes)``; usable as a decorator. Registering twice is a no-op."""
     if hook not in _hooks:
@@ -63,15 +70,49 @@ def on_outcomes(hook):
     return hook
 
 
+_hook_failed = Slot("outcome-hook error counter", "apps.observability", default=_ignore_failure)
+
+
+def on_hook_failure(count):
+    """Register ``count(hook name)``, called for each exception a hook raises (a metric)."""
+    return _hook_failed.fill(count)
+
+
 def run_outcome_hooks(outcomes):
-    """Call every hook, in registration order, inside the caller's transaction. A hook that
-    raises rolls the outcome back with it: the run is then recorded again later (lease
-    recovery), never half-recorded."""
+    """Call every hook, in registration order, inside the caller's transaction, so what
+    they write commits or rolls back with the outcome. A hook that raises (a bug in it,
+    not the database failing) undoes only its own writes: it is logged and counted
+    (``cronsvc_outcome_hook_errors_total``) and the outcome is recorded without it —
+    rolling the outcome back would send the run again after its lease, and again, for as
+    long as the hook fails (architecture invariant 6). The hooks share one savepoint;
+    only after one raised does each run again in a savepoint of its own, to tell which.
+    The database's own errors (deadlock, lost connection) are the caller's to retry."""
     outcomes = [outcome for outcome in outcomes if outcome is not None]
     if not outcomes:
         return
-    for hook in list(_hooks):
-        hook(outcomes)
+    hooks = list(_hooks)
+    try:
+        with transaction.atomic():
+            for hook in hooks:
+                hook(outcomes)
+        return
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception:  # noqa: BLE001 - which hook failed is found below
+        pass
+    for hook in hooks:
+        try:
+            with transaction.atomic():
+                hook(outcomes)
+        except (OperationalError, InterfaceError):
+            raise
+        except Exception:  # noqa: BLE001 - one hook's bug never stops the recording
+            name = f"{getattr(hook, '__module__', '')}.{getattr(hook, '__qualname__', repr(hook))}"
+            log.exception("outcome hook %s failed on %d runs; recorded without it", name, len(outcomes))
+            try:
+                _hook_failed.get()(name)
+            except Exception:  # noqa: BLE001
+                log.exception("counting a hook's failure failed")
 
 
 # --- the scheduler's tick

@@ -4,13 +4,14 @@ import os
 import signal
 import threading
 import time
+import uuid
 
 from celery import shared_task
 from celery.signals import (task_postrun, task_prerun, worker_process_init, worker_process_shutdown, worker_ready,
                             worker_shutdown)
 from django.db import close_old_connections
 
-from . import scripts
+from . import deadletters, scripts
 from .delivery import run_batch, wait_for_late_runs
 from .publishing import RUN_TASK
 
@@ -22,10 +23,30 @@ log = logging.getLogger(__name__)
 LATE_RUNS_SHUTDOWN_WAIT = 20.0
 
 
-@shared_task(name=RUN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def run_executions(execution_ids):
-    """Run a chunk of executions published by the scheduler, the sweeper or a trigger."""
+@shared_task(name=RUN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True, bind=True)
+def run_executions(self, execution_ids):
+    """Run a chunk of executions published by the scheduler, the sweeper or a trigger. A
+    message whose argument is not a list of execution ids is dead-lettered
+    (apps/executions/deadletters.py): the runs it may have meant stay queued in the
+    database for the sweeper."""
+    if not _are_execution_ids(execution_ids):
+        delivery = self.request.delivery_info or {}
+        deadletters.record(delivery.get("routing_key", ""), "wrong arguments: not a list of execution ids",
+                           {"task": RUN_TASK, "id": self.request.id, "args": self.request.args,
+                            "kwargs": self.request.kwargs})
+        return
     run_batch(execution_ids)
+
+
+def _are_execution_ids(value):
+    if not isinstance(value, list):
+        return False
+    try:
+        for item in value:
+            uuid.UUID(item)
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return True
 
 
 @shared_task(name=PURGE_DELETED_JOB_TASK, ignore_result=True)

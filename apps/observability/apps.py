@@ -17,10 +17,19 @@ class ObservabilityConfig(AppConfig):
 
         on_outcomes(count_outcomes)
 
+        # Dead letters by reason and outcome hooks' exceptions by hook (a worker goes on).
+        from apps.executions.deadletters import on_dead_letter
+
+        from . import metrics
+
+        on_dead_letter(lambda reason: metrics.DEAD_LETTERS.labels(reason).inc())
+        from apps.executions.hooks import on_hook_failure
+
+        on_hook_failure(lambda hook: metrics.HOOK_ERRORS.labels(hook).inc())
+
         # The scheduler's metrics and heartbeat (taken once when its loop starts).
         from apps.executions.hooks import SchedulerReport, on_scheduler_report
 
-        from . import metrics
         from .heartbeats import Beat
 
         on_scheduler_report(SchedulerReport(

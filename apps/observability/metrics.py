@@ -49,6 +49,22 @@ DELIVERY_DURATION = Histogram(
     "cronsvc_delivery_duration_seconds", "Duration of each HTTP attempt to a customer's endpoint.",
     buckets=DURATION_BUCKETS,
 )
+# A worker's troubles that it rides out instead of exiting (architecture invariant 6).
+DEAD_LETTERS = Counter(
+    "cronsvc_dead_letters_total",
+    "Messages a worker could not read and put aside (apps/executions/deadletters.py), by reason.",
+    ["reason"],
+)
+WORKER_BROKER_ERRORS = Counter(
+    "cronsvc_worker_broker_errors_total",
+    "Broker troubles a worker rode out: kind=oom (Redis at maxmemory) or connection (lost, reconnecting).",
+    ["kind"],
+)
+HOOK_ERRORS = Counter(
+    "cronsvc_outcome_hook_errors_total",
+    "Exceptions raised by a hook riding on run outcomes (logged; the outcome is recorded without it).",
+    ["hook"],
+)
 API_LATENCY = Histogram(
     "cronsvc_http_request_duration_seconds", "Web and API request latency by route name, method and status.",
     ["endpoint", "method", "status"], buckets=API_BUCKETS,

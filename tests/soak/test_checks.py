@@ -111,3 +111,21 @@ def test_a_late_run_is_billed_to_the_last_fault_before_it_arrived():
     starts = [100.0, 160.0]
     assert checks._recovery(first, lags, 2.0, starts) == 4.0
     assert checks._recovery(second, lags, 2.0, starts) == 10.0
+
+
+def test_a_poison_message_not_dead_lettered_fails():
+    letters = [{"reason": "not JSON: Expecting value"}, {"reason": "unknown task: x"}]
+    findings = checks.Findings()
+    checks.check_dead_letters(findings, 2, letters)
+    checks.check_dead_letters(findings, 3, letters)
+    assert [c.ok for c in findings.checks] == [True, False]
+    assert "pushed: 3, dead letters: 2 (not JSON 1, unknown task 1)" in findings.checks[1].detail
+
+
+def test_the_plan_holds_redis_full_for_a_while_and_sends_poison_once():
+    events = chaos.plan(seed=3, duration=90, schedulers=2, workers=2)
+    actions = [e.action for e in events]
+    assert actions.count("poison") == 1 and actions.count("oom") == 1
+    (start,) = [e.at for e in events if e.action == "oom"]
+    (end,) = [e.at for e in events if e.action == "oom_end"]
+    assert end - start == chaos.OOM_SECONDS and end < 90 - 8

@@ -1,6 +1,7 @@
 """The short chaos soaks inside ``make test``: real processes on a private PostgreSQL and
 Redis (and, in the second, a private RabbitMQ node as the broker), a kill of each process
-type, one Redis and one PostgreSQL restart (and one RabbitMQ crash), a paused scheduler;
+type, one Redis and one PostgreSQL restart (and one RabbitMQ crash), a paused scheduler,
+Redis held at maxmemory and a burst of poison messages on the workers' queue;
 the soak itself checks every invariant and exits non-zero when one fails."""
 
 import os
@@ -14,7 +15,8 @@ from soak.platform import ROOT
 pytestmark = pytest.mark.slow
 
 SHORT = ["--jobs", "300", "--interval", "10-30", "--drain-timeout", "240"]
-FAULTS = ("SIGKILL worker", "SIGKILL scheduler", "Redis restart", "PostgreSQL restart", "SIGSTOP scheduler")
+FAULTS = ("SIGKILL worker", "SIGKILL scheduler", "Redis restart", "PostgreSQL restart", "SIGSTOP scheduler",
+          "Redis at maxmemory", "poison messages")
 
 
 def run_soak(*args, name="soak"):
