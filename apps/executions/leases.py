@@ -29,8 +29,10 @@ log = logging.getLogger("cronsvc.worker")
 
 
 class Heartbeat:
-    def __init__(self, lease_seconds):
+    def __init__(self, lease_seconds, *, thread=True):
+        """``thread=False``: no thread of its own; the caller calls ``beat`` (tests)."""
         self.lease_seconds = lease_seconds
+        self._threaded = thread
         self.interval = max(0.2, lease_seconds / 3)
         self._held = {}  # execution id -> the lease token of this process's claim
         self._lock = threading.Lock()
@@ -44,7 +46,7 @@ class Heartbeat:
         with self._lock:
             for execution in executions:
                 self._held[execution.id] = execution.lease_token
-            if self._thread is None:
+            if self._thread is None and self._threaded:
                 self._thread = threading.Thread(target=self._loop, name="lease-heartbeat", daemon=True)
                 self._thread.start()
             self._cond.notify()

@@ -136,8 +136,8 @@ DB_NOW = "statement_timestamp()"
 CLAIM = (
     f"WITH early AS (UPDATE {_EXEC} SET published_at = NULL, "
     "next_attempt_at = GREATEST(scheduled_for, COALESCE(next_attempt_at, scheduled_for)) "
-    f"WHERE id = ANY(%b::uuid[]) AND status = '{S.QUEUED}' "
-    f"AND (scheduled_for > {DB_NOW} OR next_attempt_at > {DB_NOW}) RETURNING id), "
+    f"WHERE id IN (SELECT id FROM {_EXEC} WHERE id = ANY(%b::uuid[]) AND status = '{S.QUEUED}' "
+    f"AND (scheduled_for > {DB_NOW} OR next_attempt_at > {DB_NOW}) FOR UPDATE SKIP LOCKED) RETURNING id), "
     f"c AS (SELECT id FROM {_EXEC} WHERE id = ANY(%b::uuid[]) AND status = '{S.QUEUED}' "
     f"AND scheduled_for <= {DB_NOW} AND (next_attempt_at IS NULL OR next_attempt_at <= {DB_NOW}) "
     "FOR UPDATE SKIP LOCKED) "
@@ -162,14 +162,23 @@ def claim_queued(ids, *, lease_seconds):
 #: taken back, cancelled or deleted: its worker no longer holds it).
 HELD_LEASES = Unnest([("id", "uuid"), ("lease_token", "bigint")])
 RENEW_LEASES = (
+    # the rows locked in id order, as the recording's: two statements never wait on each other in a cycle
+    f"WITH h AS (SELECT e.id FROM {_EXEC} AS e JOIN {HELD_LEASES.source} ON e.id = v.id WHERE {HELD} "
+    "ORDER BY e.id FOR UPDATE OF e) "
     f"UPDATE {_EXEC} AS e SET lease_expires_at = {DB_NOW} + make_interval(secs => %b) "
-    f"FROM {HELD_LEASES.source} WHERE e.id = v.id AND {HELD} RETURNING e.id"
+    f"FROM h WHERE e.id = h.id AND e.status = '{S.RUNNING}' RETURNING e.id"
 )
+
+
+def database_now():
+    with binding_cursor() as cursor:
+        cursor.execute(f"SELECT {DB_NOW}")
+        return cursor.fetchone()[0]
 
 
 def renew_leases(held, lease_seconds):
     """Renew the leases ``held`` ([(id, token)]); return the ids renewed."""
-    return _returned_ids(RENEW_LEASES, [float(lease_seconds), *HELD_LEASES.params(held)])
+    return _returned_ids(RENEW_LEASES, [*HELD_LEASES.params(held), float(lease_seconds)])
 
 
 @cache

@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from apps.eventstream import outbox
 
-from . import events
+from . import events, queries
 from .hooks import Outcome, run_outcome_hooks
 from .models import Execution
 
@@ -85,9 +85,7 @@ def database_now():
     """The database's clock: what decides leases (a process's own clock may be skewed)."""
     if connection.vendor != "postgresql":
         return timezone.now()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT statement_timestamp()")
-        return cursor.fetchone()[0]
+    return queries.database_now()
 
 
 def recover_expired_leases(now=None, *, limit=1000, max_reclaims=None):

@@ -147,7 +147,7 @@ def test_the_heartbeat_renews_only_the_leases_its_process_still_holds(tenant, ma
     job = make_job(tenant)
     kept, taken = queued(tenant, job), queued(tenant, job)
     claimed = delivery.claim([kept.id, taken.id])
-    heart = Heartbeat(lease_seconds=30)
+    heart = Heartbeat(lease_seconds=30, thread=False)
     heart.hold(claimed)
     for execution in claimed:
         expire(execution)
