@@ -17,8 +17,13 @@ result is recorded: a claimed run is sent at once, never queued behind others wh
 lease runs out, and a full process claims nothing more. A task waits for its runs at most
 DELIVERY_HANDOFF_SECONDS; runs still waiting for their endpoint then go on, and the
 process's late recorder (one thread, its own connection) records them, so a hanging
-endpoint holds neither a task thread nor its message. If the process dies first, their
-leases end and the sweeper hands them back, as for any run of a dead worker.
+endpoint holds neither a task thread nor its message.
+
+Fenced leases (docs/architecture.md): each claim gives a run a new lease token and a short
+lease on the database's clock, which the process's heartbeat (leases.py) renews from the
+claim until the result is recorded; every write for the run is conditional on the token
+(recording.py). If the process dies or stops, its leases end within LEASE_SECONDS and the
+sweeper takes the runs back; what it records later is superseded.
 """
 
 import logging
