@@ -352,6 +352,10 @@ def delete_executions(ids, links):
     server-side binding) instead of 5,000 literals. The caller holds the transaction."""
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
+        # The runs locked first (in id order): a worker recording one of them meanwhile waits,
+        # then finds it gone, instead of adding an attempt between the attempts' delete and
+        # the runs' (a foreign-key violation that failed the whole delete).
+        cursor.execute(f'SELECT 1 FROM "{Execution._meta.db_table}" WHERE id = ANY(%s) ORDER BY id FOR UPDATE', [ids])
         for model, field, on_delete in links:
             table, column = model._meta.db_table, field.column
             if on_delete is models.CASCADE:
