@@ -225,7 +225,7 @@ def insert_executions(jobs, n):
     from apps.executions.models import Execution
 
     sql("TRUNCATE executions_attempt, executions_execution CASCADE")
-    base = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    base = datetime.now(timezone.utc) - timedelta(days=1)  # due: a worker refuses a run not due yet
     rows = [
         Execution(job_id=jobs[i % len(jobs)][0], organization_id=jobs[i % len(jobs)][1],
                   scheduled_for=base + timedelta(seconds=i // len(jobs)), queue=QUEUE)

@@ -448,7 +448,16 @@ SANDBOX_REPORT_KEY = env_str("SANDBOX_REPORT_KEY", "cronsvc:sandbox:available")
 # there cost no more than in the task.
 DELIVERY_HANDOFF_SECONDS = env_float("DELIVERY_HANDOFF_SECONDS", 5.0)
 DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)
+# Seconds past a run's timeout that its Redis-held concurrency slot and overlap lock last.
 DELIVERY_LEASE_MARGIN = env_int("DELIVERY_LEASE_MARGIN", 60)
+# Fenced leases (docs/architecture.md): a claimed run's lease on the database's clock,
+# renewed by its worker's heartbeat every third of it; a run whose lease ran out (its worker
+# died or stopped) is taken back by the sweeper and sent again, at most LEASE_MAX_RECLAIMS
+# times, then it fails with error_kind lease_lost.
+LEASE_SECONDS = env_float("LEASE_SECONDS", 10.0)
+if LEASE_SECONDS < 1:
+    raise ImproperlyConfigured(f"LEASE_SECONDS={LEASE_SECONDS}: expected at least 1 second.")
+LEASE_MAX_RECLAIMS = env_int("LEASE_MAX_RECLAIMS", 5)
 DELIVERY_DEFER_SECONDS = env_float("DELIVERY_DEFER_SECONDS", 2.0)
 # How often a worker process with runs in flight asks whether any was cancelled (one Redis
 # MGET for all of them): a cancelled run's request is closed within about this long.

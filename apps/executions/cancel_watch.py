@@ -59,8 +59,11 @@ class CancelWatch:
             asked = watched
         else:  # no flag raised since the last look: only the runs started since then
             asked = {execution_id: c for execution_id, c in watched.items() if execution_id not in self._asked}
+        found = raised(asked)
+        # Marked as asked only once the flags were read: a read that fails (Redis away)
+        # leaves every run to be asked again next time, so no cancel is lost.
         self._generation, self._asked = count, set(watched)
-        for execution_id in raised(asked):
+        for execution_id in found:
             log.info("execution %s: cancelled while in flight; closing its request", execution_id)
             watched[execution_id].cancel()
 

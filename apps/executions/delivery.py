@@ -17,8 +17,13 @@ result is recorded: a claimed run is sent at once, never queued behind others wh
 lease runs out, and a full process claims nothing more. A task waits for its runs at most
 DELIVERY_HANDOFF_SECONDS; runs still waiting for their endpoint then go on, and the
 process's late recorder (one thread, its own connection) records them, so a hanging
-endpoint holds neither a task thread nor its message. If the process dies first, their
-leases end and the sweeper hands them back, as for any run of a dead worker.
+endpoint holds neither a task thread nor its message.
+
+Fenced leases (docs/architecture.md): each claim gives a run a new lease token and a short
+lease on the database's clock, which the process's heartbeat (leases.py) renews from the
+claim until the result is recorded; every write for the run is conditional on the token
+(recording.py). If the process dies or stops, its leases end within LEASE_SECONDS and the
+sweeper takes the runs back; what it records later is superseded.
 """
 
 import logging
@@ -52,6 +57,7 @@ from cronsvc.delivery.template import UpstreamResult, WorkflowVariables, upstrea
 from . import events, hooks, queries, recording, scripts
 from .cancel_watch import cancel_watch
 from .jobcache import JobCache
+from .leases import heartbeat
 from .logcontext import EXECUTION_ID
 from .models import Execution
 from .outbound import guards, http_session, outbound_policy, wall_clock
@@ -110,12 +116,14 @@ def run_batch(execution_ids, *, now=None):
 
 
 def _run_some(ids, now, capacity, slots):
-    admitted = []
+    admitted, claimed = [], []
     try:
-        now = now or timezone.now()
-        admitted = admit_all([Run(execution) for execution in claim(ids, now)], now)
+        claimed, now = claim_with_clock(ids, now)
+        admitted = admit_all([Run(execution) for execution in claimed], now)
     finally:
         capacity.give(slots - len(admitted))
+        kept = {run.execution.id for run in admitted}
+        heartbeat().release([e.id for e in claimed if e.id not in kept])  # skipped, deferred, failed
     if not admitted:
         return 0
     mailbox = _Mailbox()
@@ -154,6 +162,9 @@ def record_finished(group, capacity):
         record_group(sent, release=[item[0] for item in group])
     finally:
         capacity.give(len(group))
+        # recorded, superseded or failed to record: no longer this process's to renew (a run
+        # left ``running`` then is taken back by the sweeper when its lease ends)
+        heartbeat().release([item[0].execution.id for item in group])
     return error
 
 
@@ -294,7 +305,7 @@ CLAIMED_FIELDS = (
     "job__success_status_codes", "job__success_body_contains", "job__success_body_regex",
     "job__max_attempts", "job__retry_initial_delay_seconds", "job__retry_max_delay_seconds",
     "job__retry_multiplier", "job__retry_on_timeout", "job__overlap_policy", "job__rate_limit_per_minute",
-    "upstream_executions",
+    "upstream_executions", "lease_token",
     "job__kind", "job__script_language", "job__script_source", "job__script_env", "job__script_allow_network",
 )
 PROJECT_FIELDS = ("id", "organization", "signing_secrets")
@@ -310,25 +321,38 @@ EXECUTION_FIELDS = tuple(name for name in CLAIMED_FIELDS if not name.startswith(
 JOB_FIELDS = tuple(name.removeprefix("job__") for name in CLAIMED_FIELDS if name.startswith("job__"))
 
 
-def claim(execution_ids, now):
-    """Move the queued runs among ``execution_ids`` to ``running``, atomically: a
-    duplicate or stale message finds nothing left to claim. On PostgreSQL one statement
-    claims them and returns each run's columns and its job's stamp; the jobs come from the
-    process's cache."""
+def claim(execution_ids, now=None):
+    """Move the queued runs among ``execution_ids`` that are due to ``running``, each under
+    a new lease token, atomically: a duplicate or stale message finds nothing left to
+    claim. On PostgreSQL one statement claims them, on the database's clock (a run not due
+    yet by it is handed back, not sent early), and returns each run's columns and its job's
+    stamp; the jobs come from the process's cache. The process's heartbeat renews the
+    claimed runs' leases until they are recorded (leases.py)."""
+    return claim_with_clock(execution_ids, now)[0]
+
+
+def claim_with_clock(execution_ids, now=None):
+    """``claim``, and the time of the claim: the database's (``now`` only for the embedded
+    mode's SQLite, which has no clock of its own to trust more)."""
     if connection.vendor != "postgresql":
-        return _claim_by_orm(execution_ids, now)
+        now = now or timezone.now()
+        executions = _claim_by_orm(execution_ids, now)
+        heartbeat().hold(executions)
+        return executions, now
     with transaction.atomic():
-        rows = queries.claim_queued(execution_ids, now=now, due_by=now + timedelta(seconds=1),
-                                    lease_margin=settings.DELIVERY_LEASE_MARGIN)
+        rows = queries.claim_queued(execution_ids, lease_seconds=settings.LEASE_SECONDS)
         width = len(queries.CLAIMED_COLUMNS)
+        if rows:
+            now = rows[0][width + 2]
         executions = _with_jobs(
             [Execution.from_db(connection.alias, queries.CLAIMED_COLUMNS, row[:width]) for row in rows],
-            [tuple(row[width:]) for row in rows])
+            [tuple(row[width:width + 2]) for row in rows])
         events.changed(executions, S.RUNNING, S.QUEUED, now, attempt=lambda e: e.attempt + 1)
+    heartbeat().hold(executions)
     if executions:
         _give_owners(executions, *queries.owners({e.job.project_id for e in executions},
                                                   {e.organization_id for e in executions}))
-    return executions
+    return executions, now or timezone.now()
 
 
 def _with_jobs(executions, stamps):
@@ -352,16 +376,17 @@ def _claim_by_orm(execution_ids, now):
         executions = list(
             Execution.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(id__in=execution_ids, status=S.QUEUED)
-            .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now + timedelta(seconds=1)))
+            .filter(scheduled_for__lte=now)
+            .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
             .annotate(stamp_version=F("job__version"), stamp_updated_at=F("job__updated_at"))
             .only(*EXECUTION_FIELDS)
         )
         executions = _with_jobs(executions, [(e.stamp_version, e.stamp_updated_at) for e in executions])
-        for timeout, group in _by_timeout(executions).items():
-            lease_until = now + timedelta(seconds=timeout + settings.DELIVERY_LEASE_MARGIN)
-            Execution.objects.filter(id__in=[e.id for e in group]).update(
-                status=S.RUNNING, started_at=now, lease_expires_at=lease_until,
-            )
+        Execution.objects.filter(id__in=[e.id for e in executions]).update(
+            status=S.RUNNING, started_at=now, lease_expires_at=now + timedelta(seconds=settings.LEASE_SECONDS),
+            lease_token=F("lease_token") + 1)
+        for execution in executions:
+            execution.lease_token += 1
         events.changed(executions, S.RUNNING, S.QUEUED, now, attempt=lambda e: e.attempt + 1)
     _share_owners(executions)
     return executions
@@ -387,13 +412,6 @@ def _give_owners(executions, projects, organizations):
     for execution in executions:
         execution.job.project = projects[execution.job.project_id]
         execution.organization = organizations[execution.organization_id]
-
-
-def _by_timeout(executions):
-    groups = {}
-    for execution in executions:
-        groups.setdefault(execution.job.timeout_seconds, []).append(execution)
-    return groups
 
 
 def admit_all(runs, now):

@@ -38,8 +38,9 @@ class Outcome:
     waits until ``next_attempt_at``). ``attempt_number`` is the attempt just recorded, or
     None when no request was made (skipped, failed before sending). ``attempt_counted`` is
     True when a new Attempt row was stored by this transaction (what usage meters).
-    ``moved`` is False for an attempt stored after its run's lease was taken back: the
-    attempt counts, but the run's state did not change."""
+    ``moved`` is False for an attempt that did not move its run: a superseded one (its
+    worker's lease token was no longer the run's: it counts for usage, and nothing else) or
+    a cancelled run's acknowledgement."""
 
     execution_id: object
     job_id: object

@@ -126,7 +126,7 @@ class SchedulerLoop:
             return
         self.state.last_sweep = time.monotonic()
         now = self.clock()
-        recovered = sweeper.recover_expired_leases(now)
+        recovered = sweeper.recover_expired_leases()  # on the database's clock
         lost = sweeper.stale(now, republish_after=settings.SWEEPER_REPUBLISH_AFTER,
                              idle_queues=self._idle_queues(), idle_after=settings.SWEEPER_REPUBLISH_IDLE_AFTER)
         rows = recovered + lost

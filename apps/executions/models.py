@@ -87,9 +87,17 @@ class Execution(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     published_at = models.DateTimeField(null=True, blank=True)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
-    # Set when a worker claims the run: past it, the worker is presumed dead and the
-    # sweeper hands the run back to the queue.
+    # Fenced leases (docs/architecture.md, "Fenced leases"): every claim of the run (a
+    # worker's queued -> running, a retry's claim, the sweeper's take-back) writes a new
+    # ``lease_token``; the worker holding the run writes nothing for it unless the row still
+    # carries its token. ``lease_expires_at`` is set by the claim and renewed by the holding
+    # worker's heartbeat (LEASE_SECONDS, on the database's clock): past it, the worker is
+    # presumed dead or stuck and the sweeper takes the run back. ``lease_reclaims`` counts
+    # those take-backs: past LEASE_MAX_RECLAIMS the run fails (error_kind ``lease_lost``)
+    # instead of being sent again.
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_token = models.BigIntegerField(default=0, db_default=0)
+    lease_reclaims = models.PositiveSmallIntegerField(default=0, db_default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -152,10 +160,17 @@ class Execution(models.Model):
 
 
 class Attempt(models.Model):
-    """One HTTP request made for an execution; retries add rows here."""
+    """One HTTP request made for an execution; retries add rows here.
+
+    ``superseded_token``: 0 for the run's own attempt; for the request of a worker whose
+    lease was taken back before it recorded (its token was no longer the run's), that
+    worker's token. Such an attempt is history (the request went out, and it is metered)
+    but no outcome: it changed nothing, and the run's own attempt of that number is the one
+    its lease holder records. The run's own attempts are unique by number; a superseded one
+    is unique by its token, which no other claim shares."""
 
     id = models.BigAutoField(primary_key=True)
-    # attempt_unique_number (execution, number) serves the foreign key too.
+    # attempt_unique_number (execution, number, superseded_token) serves the foreign key too.
     execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="attempts", db_index=False)
     number = models.PositiveSmallIntegerField()
     started_at = models.DateTimeField()
@@ -172,12 +187,18 @@ class Attempt(models.Model):
     outcome = models.CharField(max_length=12)
     error_kind = models.CharField(max_length=30, blank=True)
     error_message = models.TextField(blank=True)
+    superseded_token = models.BigIntegerField(default=0, db_default=0)
 
     class Meta:
         ordering = ["execution", "number"]
         constraints = [
-            models.UniqueConstraint(fields=["execution", "number"], name="attempt_unique_number"),
+            models.UniqueConstraint(fields=["execution", "number", "superseded_token"],
+                                    name="attempt_unique_number"),
         ]
+
+    @property
+    def superseded(self):
+        return self.superseded_token != 0
 
     def __str__(self):
         return f"attempt {self.number} of {self.execution_id}"

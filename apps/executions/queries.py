@@ -22,24 +22,31 @@ _quote = connection.ops.quote_name
 
 # --- recording ---------------------------------------------------------------------------
 
-#: An execution's new state per finished run, in the order Result rows give them.
+#: An execution's new state per finished run, in the order Result rows give them; the
+#: worker's lease token, which the row must still carry (the fencing rule), and the delay
+#: of a retry, counted from the database's clock.
 FINISHED = Unnest([
-    ("id", "uuid"), ("status", "text"), ("attempt", "smallint"), ("duration_ms", "integer"),
-    ("response_status", "smallint"), ("response_headers", "jsonb"), ("response_body", "text"),
-    ("remote_addr", "text"), ("error_kind", "text"), ("error_message", "text"),
-    ("next_attempt_at", "timestamptz"), ("finished_at", "timestamptz"),
+    ("id", "uuid"), ("lease_token", "bigint"), ("status", "text"), ("attempt", "smallint"),
+    ("duration_ms", "integer"), ("response_status", "smallint"), ("response_headers", "jsonb"),
+    ("response_body", "text"), ("remote_addr", "text"), ("error_kind", "text"), ("error_message", "text"),
+    ("retry_in", "float8"), ("finished_at", "timestamptz"),
 ])
+
+#: The fencing rule in SQL: a worker writes for a run only while the row is ``running`` and
+#: carries the token of the worker's claim (docs/architecture.md, "Fenced leases").
+HELD = f"e.status = '{S.RUNNING}' AND e.lease_token = v.lease_token"
 
 _FINISH = (
     f"UPDATE {_quote(Execution._meta.db_table)} AS e SET status = v.status, attempt = v.attempt, "
     "duration_ms = v.duration_ms, response_status = v.response_status, response_headers = v.response_headers, "
     "response_body = v.response_body, remote_addr = v.remote_addr, error_kind = v.error_kind, "
-    "error_message = v.error_message, lease_expires_at = NULL, next_attempt_at = v.next_attempt_at, "
+    "error_message = v.error_message, lease_expires_at = NULL, "
+    "next_attempt_at = statement_timestamp() + make_interval(secs => v.retry_in), "  # the database's clock; NULL: none
     # a retry waits for the scheduler to publish it when next_attempt_at comes
     f"published_at = CASE WHEN v.status = '{S.QUEUED}' THEN NULL ELSE e.published_at END, "
     f"finished_at = CASE WHEN v.status = '{S.QUEUED}' THEN e.finished_at ELSE v.finished_at END "
     f"FROM {FINISHED.source} "
-    f"WHERE e.id = v.id AND e.status = '{S.RUNNING}'"
+    f"WHERE e.id = v.id AND {HELD}"
 )
 
 _OUTCOME_EVENTS = (
@@ -73,10 +80,21 @@ ATTEMPTS = Unnest([
 
 INSERT_ATTEMPTS = (f"INSERT INTO {_quote(Attempt._meta.db_table)} ({', '.join(ATTEMPTS.names)}) "
                    f"{ATTEMPTS.select}")
-#: A run whose lease was lost may meet the attempt of the worker that took it over under
-#: the same number: that one stays; returns the executions whose row was stored.
-INSERT_ATTEMPTS_OF_LOST_LEASES = (f"{INSERT_ATTEMPTS} ON CONFLICT (execution_id, number) DO NOTHING "
-                                  "RETURNING execution_id")
+
+#: The attempts of runs a worker did not move on (their row no longer ``running`` with its
+#: token), with the token of the worker's claim. Still the run's token (a cancel moved it
+#: while its request was in flight): the run's own attempt. Another token (the run was
+#: taken back): a superseded attempt, kept under the worker's token. The run gone (its job
+#: deleted meanwhile): nothing, instead of a foreign-key error that would fail the group.
+#: Returns (execution id, superseded token) of the rows stored.
+UNMOVED_ATTEMPTS = Unnest([*ATTEMPTS.columns, ("lease_token", "bigint")])
+INSERT_UNMOVED_ATTEMPTS = (
+    f"INSERT INTO {_quote(Attempt._meta.db_table)} ({', '.join(ATTEMPTS.names)}, superseded_token) "
+    f"SELECT {', '.join('v.' + name for name in ATTEMPTS.names)}, "
+    "CASE WHEN e.lease_token = v.lease_token THEN 0 ELSE v.lease_token END "
+    f"FROM {UNMOVED_ATTEMPTS.source} JOIN {_quote(Execution._meta.db_table)} e ON e.id = v.execution_id "
+    "ON CONFLICT (execution_id, number, superseded_token) DO NOTHING RETURNING execution_id, superseded_token"
+)
 
 #: Per job, its runs' HealthDelta (cronsvc.jobhealth) and what the last one says.
 JOB_HEALTH = Unnest([
@@ -101,27 +119,66 @@ UPDATE_JOB_HEALTH = (
 #: (apps.executions.jobcache) as ``job_stamp_version`` and ``job_stamp_updated_at``.
 CLAIMED_COLUMNS = tuple(  # in the model's field order, as Model.from_db takes them
     field.attname for field in Execution._meta.concrete_fields
-    if field.attname in {"id", "job_id", "organization_id", "scheduled_for", "attempt", "trigger", "upstream_executions"})
+    if field.attname in {"id", "job_id", "organization_id", "scheduled_for", "attempt", "trigger", "upstream_executions",
+                         "lease_token"})
 _EXEC = _quote(Execution._meta.db_table)
 
-#: Queued runs among the ids (those not yet due for a retry stay), locked without waiting
-#: for a row another worker holds, moved to running with a lease of their job's timeout
-#: plus the margin: one statement.
+#: The database's clock as a statement reads it: the statement's start (``now()`` would be
+#: its transaction's, older inside a long one).
+DB_NOW = "statement_timestamp()"
+
+#: Queued runs among the ids that are due by the database's clock, locked without waiting
+#: for a row another worker holds, moved to running under a new lease token with a lease
+#: of LEASE_SECONDS from the database's clock (renewed by the worker's heartbeat), returned
+#: with that clock's time; in the same statement, the runs among the ids not due yet by
+#: that clock (a publisher whose clock runs ahead) are handed back to be published when
+#: they come due (sweeper.due_retries), not sent early.
 CLAIM = (
-    f"WITH c AS (SELECT id FROM {_EXEC} WHERE id = ANY(%b::uuid[]) AND status = '{S.QUEUED}' "
-    "AND (next_attempt_at IS NULL OR next_attempt_at <= %b) FOR UPDATE SKIP LOCKED) "
-    f"UPDATE {_EXEC} AS e SET status = '{S.RUNNING}', started_at = %b, "
-    "lease_expires_at = %b + make_interval(secs => j.timeout_seconds + %b) "
+    f"WITH early AS (UPDATE {_EXEC} SET published_at = NULL, "
+    "next_attempt_at = GREATEST(scheduled_for, COALESCE(next_attempt_at, scheduled_for)) "
+    f"WHERE id IN (SELECT id FROM {_EXEC} WHERE id = ANY(%b::uuid[]) AND status = '{S.QUEUED}' "
+    f"AND (scheduled_for > {DB_NOW} OR next_attempt_at > {DB_NOW}) FOR UPDATE SKIP LOCKED) RETURNING id), "
+    f"c AS (SELECT id FROM {_EXEC} WHERE id = ANY(%b::uuid[]) AND status = '{S.QUEUED}' "
+    f"AND scheduled_for <= {DB_NOW} AND (next_attempt_at IS NULL OR next_attempt_at <= {DB_NOW}) "
+    "FOR UPDATE SKIP LOCKED) "
+    f"UPDATE {_EXEC} AS e SET status = '{S.RUNNING}', started_at = {DB_NOW}, lease_token = e.lease_token + 1, "
+    f"lease_expires_at = {DB_NOW} + make_interval(secs => %b) "
     f"FROM c, {_quote(Job._meta.db_table)} AS j WHERE e.id = c.id AND j.id = e.job_id "
-    f"RETURNING {', '.join('e.' + name for name in CLAIMED_COLUMNS)}, j.version, j.updated_at"
+    f"RETURNING {', '.join('e.' + name for name in CLAIMED_COLUMNS)}, j.version, j.updated_at, {DB_NOW}"
 )
 
 
-def claim_queued(ids, *, now, due_by, lease_margin):
-    """Rows of CLAIMED_COLUMNS + (job version, job updated_at) for the runs claimed."""
+def claim_queued(ids, *, lease_seconds):
+    """Rows of CLAIMED_COLUMNS + (job version, job updated_at, the database's now) for the
+    runs claimed."""
+    ids = list(ids)
     with binding_cursor() as cursor:
-        cursor.execute(CLAIM, [list(ids), due_by, now, now, float(lease_margin)], binary=True)
+        cursor.execute(CLAIM, [ids, ids, float(lease_seconds)], binary=True)
         return cursor.fetchall()
+
+
+#: The heartbeat: the leases a worker process still holds (id, token), renewed from the
+#: database's clock in one statement; returns the ids renewed (a run missing from them was
+#: taken back, cancelled or deleted: its worker no longer holds it).
+HELD_LEASES = Unnest([("id", "uuid"), ("lease_token", "bigint")])
+RENEW_LEASES = (
+    # the rows locked in id order, as the recording's: two statements never wait on each other in a cycle
+    f"WITH h AS (SELECT e.id FROM {_EXEC} AS e JOIN {HELD_LEASES.source} ON e.id = v.id WHERE {HELD} "
+    "ORDER BY e.id FOR UPDATE OF e) "
+    f"UPDATE {_EXEC} AS e SET lease_expires_at = {DB_NOW} + make_interval(secs => %b) "
+    f"FROM h WHERE e.id = h.id AND e.status = '{S.RUNNING}' RETURNING e.id"
+)
+
+
+def database_now():
+    with binding_cursor() as cursor:
+        cursor.execute(f"SELECT {DB_NOW}")
+        return cursor.fetchone()[0]
+
+
+def renew_leases(held, lease_seconds):
+    """Renew the leases ``held`` ([(id, token)]); return the ids renewed."""
+    return _returned_ids(RENEW_LEASES, [*HELD_LEASES.params(held), float(lease_seconds)])
 
 
 @cache
@@ -273,9 +330,11 @@ def insert_attempts(params):
         cursor.execute(INSERT_ATTEMPTS, params)
 
 
-def insert_attempts_of_lost_leases(params):
-    """Returns the ids of the executions whose attempt was stored (a takeover's stays)."""
-    return _returned_ids(INSERT_ATTEMPTS_OF_LOST_LEASES, params)
+def insert_unmoved_attempts(params):
+    """INSERT_UNMOVED_ATTEMPTS: returns {execution id: superseded token} of the rows stored."""
+    with binding_cursor() as cursor:
+        cursor.execute(INSERT_UNMOVED_ATTEMPTS, params)
+        return dict(cursor.fetchall())
 
 
 def update_jobs_health(params):
@@ -293,6 +352,10 @@ def delete_executions(ids, links):
     server-side binding) instead of 5,000 literals. The caller holds the transaction."""
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
+        # The runs locked first (in id order): a worker recording one of them meanwhile waits,
+        # then finds it gone, instead of adding an attempt between the attempts' delete and
+        # the runs' (a foreign-key violation that failed the whole delete).
+        cursor.execute(f'SELECT 1 FROM "{Execution._meta.db_table}" WHERE id = ANY(%s) ORDER BY id FOR UPDATE', [ids])
         for model, field, on_delete in links:
             table, column = model._meta.db_table, field.column
             if on_delete is models.CASCADE:

@@ -1,7 +1,10 @@
 """Writing what happened to a run: its attempt, its new state, and the job's health.
 
-Each function is one transaction, and each guards its update with the status it expects
-(``running``), so a run whose lease the sweeper already took back is not overwritten.
+Each function is one transaction, and each write is fenced (docs/architecture.md, "Fenced
+leases"): it changes the run only while the row is ``running`` and still carries the lease
+token of the worker's claim (``Execution.lease_token``, loaded by the claim). A run the
+sweeper took back, or another worker claimed since, is not touched: the late worker's
+attempt is kept as a superseded one (history, metered) and changes nothing else.
 
 ``record_attempts`` records a group of finished runs at once. On PostgreSQL that is one
 transaction of three set-based statements whatever the group's size (the executions'
@@ -20,9 +23,10 @@ from django.utils import timezone
 from apps.eventstream import outbox
 from apps.jobs.models import Job
 from cronsvc import jobhealth
+from cronsvc.delivery.outcome import request_started
 from cronsvc.statuses import CANCELLED
 
-from . import events, queries
+from . import events, queries, scripts
 from .hooks import Outcome, run_outcome_hooks
 from .models import Attempt, Execution
 
@@ -71,9 +75,14 @@ class Result:
 def record_attempts(results):
     """Store the finished attempts of several runs and move each run on, together.
 
-    As ``record_attempt`` for each: every attempt is stored; a run whose lease was taken
-    back meanwhile (no longer ``running``) keeps its state and does not count for its
-    job's health. Returns the ids of the executions moved on."""
+    As ``record_attempt`` for each: every attempt is stored; a run no longer held under
+    its worker's token (taken back, cancelled) keeps its state and does not count for its
+    job's health. Returns the ids of the executions moved on.
+
+    One run's failure to record never rolls back another's: when the group's transaction
+    fails (other than a deadlock, which is tried again), each run is recorded in a
+    transaction of its own, and one that still fails is logged and left ``running``: its
+    lease ends and the sweeper takes it back."""
     if not results:
         return set()
     if connection.vendor != "postgresql":
@@ -84,32 +93,58 @@ def record_attempts(results):
                               status=result.status, next_attempt_at=result.next_attempt_at,
                               auto_disable_after=result.auto_disable_after)
         }
+    try:
+        return _record_group(results)
+    except Exception:
+        if len(results) == 1:
+            raise
+        log.warning("recording %d runs together failed; recording them one by one", len(results), exc_info=True)
+    changed = set()
+    for result in results:
+        try:
+            changed |= _record_group([result])
+        except Exception:  # noqa: BLE001 - this run's lease ends and the sweeper takes it back
+            log.exception("execution %s: recording its attempt %d failed", result.execution.id,
+                          result.attempt.number)
+    return changed
+
+
+def _record_group(results):
     for tries_left in range(RETRIES_ON_DEADLOCK - 1, -1, -1):
         try:
             with transaction.atomic():
                 changed = _finish_many(results)
                 moved = [r for r in results if r.execution.id in changed]
                 _insert_attempts(moved)
-                stray = _insert_attempts([r for r in results if r.execution.id not in changed], lease_lost=True)
+                stored = _insert_unmoved_attempts([r for r in results if r.execution.id not in changed])
                 _update_jobs_health(moved)
                 run_outcome_hooks([_outcome(r) for r in moved]
-                                  + [_outcome(r, moved=False) for r in results if r.execution.id in stray])
+                                  + [_outcome(r, moved=False) for r in results if r.execution.id in stored])
             break
         except Exception as exc:
             if not tries_left or _sqlstate(exc) not in _RETRYABLE_SQLSTATES:
                 raise
             log.info("recording %d attempts: %s; trying again", len(results), exc)
     for result in results:
-        if result.execution.id not in changed and result.status != S.CANCELLED:
-            log.warning("execution %s: lease lost before its attempt %d was recorded",
-                        result.execution.id, result.attempt.number)
+        if result.execution.id in changed:
+            continue
+        if stored.get(result.execution.id, 0):
+            log.warning("execution %s: superseded (its lease was taken back before attempt %d was recorded): "
+                        "the attempt is kept as history and changes nothing", result.execution.id,
+                        result.attempt.number)
+        elif result.execution.id not in stored:
+            log.info("execution %s: gone before its attempt %d was recorded", result.execution.id,
+                     result.attempt.number)
     return changed
 
 
-def metered(attempt_outcome):
-    """Does an attempt count as usage? Not one cut off by its run's cancel: the customer
-    stopped it, and it has no verdict (neither a success nor a failure of the day)."""
-    return attempt_outcome != CANCELLED
+def metered(attempt):
+    """Does an attempt count as usage (docs/billing.md)? Only one whose request (or script)
+    really started (cronsvc.delivery.outcome.request_started, scripts.NOT_STARTED), and not one cut off by its
+    run's cancel: the customer stopped it, and it has no verdict (neither a success nor a
+    failure of the day). A superseded attempt counts: its request went out."""
+    kind = attempt.error_kind or None
+    return attempt.outcome != CANCELLED and request_started(kind) and kind not in scripts.NOT_STARTED
 
 
 def _sqlstate(exc):
@@ -125,10 +160,23 @@ def _finish_many(results):
     from psycopg.types.json import Jsonb
 
     params = queries.FINISHED.params(
-        (result.execution.id, result.status, a.number, a.duration_ms, a.response_status, Jsonb(a.response_headers),
-         a.response_body, a.remote_addr, a.error_kind, a.error_message, result.next_attempt_at, a.finished_at)
-        for result in results for a in [result.attempt])
+        (result.execution.id, result.execution.lease_token, result.status, a.number, a.duration_ms, a.response_status,
+         Jsonb(a.response_headers), a.response_body, a.remote_addr, a.error_kind, a.error_message,
+         _retry_in(result), a.finished_at)
+        # in id order, as the heartbeat locks them: two statements never wait on each other in a cycle
+        for result in sorted(results, key=_by_id) for a in [result.attempt])
     return queries.finish_executions(params, with_events=outbox.enabled())
+
+
+def _by_id(result):
+    return result.execution.id
+
+
+def _retry_in(result):
+    """A retry's delay in seconds: the database adds it to its own clock."""
+    if result.next_attempt_at is None:
+        return None
+    return max(0.0, (result.next_attempt_at - result.attempt.finished_at).total_seconds())
 
 
 def _outcome(result, *, moved=True):
@@ -137,28 +185,33 @@ def _outcome(result, *, moved=True):
     return Outcome(
         execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
         status=result.status if moved else S.RUNNING, finished_at=a.finished_at, attempt_number=a.number,
-        attempt_counted=metered(a.outcome), error_kind=a.error_kind, error_message=a.error_message,
+        attempt_counted=metered(a), error_kind=a.error_kind, error_message=a.error_message,
         response_status=a.response_status, duration_ms=a.duration_ms, moved=moved,
     )
 
 
-def _insert_attempts(results, *, lease_lost=False):
-    """One row per result; returns the ids of the executions whose row was stored. A run
-    whose lease was lost may meet the attempt of the worker that took it over under the
-    same number: that one stays."""
-    if not results:
-        return set()
+def _attempt_row(result):
     from psycopg.types.json import Jsonb
 
-    params = queries.ATTEMPTS.params(
-        (result.execution.id, a.number, a.started_at, a.finished_at, a.duration_ms, a.request_method,
-         a.request_url, Jsonb(a.request_headers), a.request_body, a.response_status, Jsonb(a.response_headers),
-         a.response_body, a.remote_addr, a.outcome, a.error_kind, a.error_message)
-        for result in results for a in [result.attempt])
-    if lease_lost:
-        return queries.insert_attempts_of_lost_leases(params)
-    queries.insert_attempts(params)
-    return {result.execution.id for result in results}
+    a = result.attempt
+    return (result.execution.id, a.number, a.started_at, a.finished_at, a.duration_ms, a.request_method,
+            a.request_url, Jsonb(a.request_headers), a.request_body, a.response_status, Jsonb(a.response_headers),
+            a.response_body, a.remote_addr, a.outcome, a.error_kind, a.error_message)
+
+
+def _insert_attempts(results):
+    """The attempts of the runs moved on: the runs' own, one row each."""
+    if results:
+        queries.insert_attempts(queries.ATTEMPTS.params(_attempt_row(result) for result in results))
+
+
+def _insert_unmoved_attempts(results):
+    """The attempts of the runs not moved on (queries.INSERT_UNMOVED_ATTEMPTS): {execution
+    id: superseded token (0: the run's own)} of those stored."""
+    if not results:
+        return {}
+    return queries.insert_unmoved_attempts(queries.UNMOVED_ATTEMPTS.params(
+        (*_attempt_row(result), result.execution.lease_token) for result in results))
 
 
 def _update_jobs_health(results):
@@ -180,13 +233,19 @@ def _update_jobs_health(results):
 
 
 def record_attempt(execution, *, attempt, status, next_attempt_at, auto_disable_after):
-    """Store one finished attempt and move the execution on.
+    """Store one finished attempt and move the execution on (the ORM's way, for the
+    embedded mode's SQLite; the same fencing as the grouped statements).
 
     ``attempt`` is an unsaved Attempt; ``status`` the execution's new status (``queued``
     for a retry waiting until ``next_attempt_at``)."""
     with transaction.atomic():
-        attempt.save()
         changed = _finish(execution, status, attempt, next_attempt_at)
+        if not changed:
+            token = Execution.objects.filter(id=execution.id).values_list("lease_token", flat=True).first()
+            if token is None:
+                return 0  # the run is gone (its job deleted): nothing to keep it under
+            attempt.superseded_token = 0 if token == execution.lease_token else execution.lease_token
+        attempt.save()
         if changed and status != S.QUEUED:
             _update_job_health(execution.job_id, status, attempt.started_at, auto_disable_after)
         if changed:
@@ -197,11 +256,16 @@ def record_attempt(execution, *, attempt, status, next_attempt_at, auto_disable_
         run_outcome_hooks([Outcome(
             execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
             status=status if changed else S.RUNNING, finished_at=attempt.finished_at,
-            attempt_number=attempt.number, attempt_counted=metered(attempt.outcome), error_kind=attempt.error_kind,
+            attempt_number=attempt.number, attempt_counted=metered(attempt), error_kind=attempt.error_kind,
             error_message=attempt.error_message, response_status=attempt.response_status,
             duration_ms=attempt.duration_ms, moved=bool(changed),
         )])
     return changed
+
+
+def held(execution):
+    """The run while its worker holds it: ``running`` under the token of its claim."""
+    return Execution.objects.filter(id=execution.id, status=S.RUNNING, lease_token=execution.lease_token)
 
 
 def _finish(execution, status, attempt, next_attempt_at):
@@ -216,9 +280,9 @@ def _finish(execution, status, attempt, next_attempt_at):
         values["published_at"] = None  # the scheduler publishes it when next_attempt_at comes
     else:
         values["finished_at"] = attempt.finished_at
-    changed = Execution.objects.filter(id=execution.id, status=S.RUNNING).update(**values)
+    changed = held(execution).update(**values)
     if not changed and status != S.CANCELLED:
-        log.warning("execution %s: lease lost before its attempt %d was recorded", execution.id, attempt.number)
+        log.warning("execution %s: superseded before its attempt %d was recorded", execution.id, attempt.number)
     return changed
 
 
@@ -241,7 +305,7 @@ def _update_job_health(job_id, status, ran_at, auto_disable_after):
 def skip_running(execution, reason, now):
     """A claimed run that must not go ahead (e.g. its previous run is still going)."""
     with transaction.atomic():
-        changed = Execution.objects.filter(id=execution.id, status=S.RUNNING).update(
+        changed = held(execution).update(
             status=S.SKIPPED, skip_reason=reason, finished_at=now, lease_expires_at=None,
         )
         if changed:
@@ -258,7 +322,7 @@ def defer_running(execution, until, *, error_kind="", error_message="", now=None
     values = dict(status=S.QUEUED, next_attempt_at=until, published_at=None, lease_expires_at=None)
     if error_kind:
         values.update(error_kind=error_kind, error_message=error_message)
-    running = Execution.objects.filter(id=execution.id, status=S.RUNNING)
+    running = held(execution)
     if not outbox.enabled():
         return running.update(**values)  # one statement, no transaction of its own
     with transaction.atomic():
@@ -272,7 +336,7 @@ def defer_running(execution, until, *, error_kind="", error_message="", now=None
 def fail_running(execution, *, error_kind, error_message, now, auto_disable_after):
     """A run that cannot even be sent (e.g. its body template no longer renders)."""
     with transaction.atomic():
-        changed = Execution.objects.filter(id=execution.id, status=S.RUNNING).update(
+        changed = held(execution).update(
             status=S.FAILED, error_kind=error_kind, error_message=error_message, finished_at=now,
             lease_expires_at=None,
         )

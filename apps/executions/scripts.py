@@ -31,6 +31,10 @@ _REPORT_EVERY = 60
 SCRIPT_EXIT = "script_exit"  # exited non-zero: retried like an HTTP 5xx
 REASON_KINDS = {Reason.TIMEOUT: "timeout", Reason.CPU: "cpu_limit", Reason.MEMORY: "oom",
                 Reason.PIDS: "process_limit", Reason.OUTPUT: "output_limit"}
+# The error kinds of a script run that never started: the sandbox was unavailable or did not
+# set up, or refused the script as given (every ScriptRejected code). Not metered (docs/billing.md).
+NOT_STARTED = frozenset({"sandbox_unavailable", "sandbox_failed", "sandbox_error", "script_language",
+                         "script_too_large", "script_network", "script_env"})
 # Retried like an HTTP 5xx: SCRIPT_EXIT, the limits but timeout (retry_on_timeout decides) and
 # sandbox_failed (cronsvc/delivery/retry.py ALWAYS_RETRIED). Final: sandbox_unavailable and
 # every ScriptRejected code.

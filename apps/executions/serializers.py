@@ -51,11 +51,14 @@ class AttemptSerializer(serializers.ModelSerializer):
     request = serializers.SerializerMethodField()
     response = serializers.SerializerMethodField()
     error = serializers.SerializerMethodField()
+    superseded = serializers.BooleanField(read_only=True)
 
     class Meta:
         model = Attempt
         fields = ["number", "started_at", "finished_at", "duration_ms", "outcome", "remote_addr",
-                  "request", "response", "error"]
+                  "request", "response", "error", "superseded"]
+        # superseded: sent by a worker that had lost the run's lease (docs/architecture.md,
+        # "Fenced leases"): history, not the run's outcome for its number
 
     @extend_schema_field(SentRequestSerializer)
     def get_request(self, attempt):

@@ -20,6 +20,18 @@ UNEXPECTED_STATUS = "unexpected_status"  # e.g. 204 when the criteria ask for 20
 BODY_MISMATCH = "body_mismatch"
 CIRCUIT_OPEN = "circuit_open"
 
+#: The error kinds of an attempt whose request never left: refused by the outbound guard
+#: or as invalid, the name did not resolve, the connection (TCP, or its TLS handshake) was
+#: not made, the circuit was open. Every other attempt sent its request (a timeout waiting
+#: for the response, a 5xx, a cut connection after the request went out).
+NOT_SENT = frozenset({"forbidden_target", "invalid_request", "dns_error", "connect_error", "tls_error", CIRCUIT_OPEN})
+
+
+def request_started(error_kind: str | None) -> bool:
+    """Did the attempt's request really start (reach the endpoint's connection)? What usage
+    meters (docs/billing.md)."""
+    return error_kind not in NOT_SENT
+
 
 @dataclass(frozen=True)
 class SuccessCriteria:

@@ -24,7 +24,7 @@ def outcome(tenant, finished_at, status="succeeded", counted=True):
 
 def queued(tenant, job, **fields):
     values = dict(job=job, organization=tenant.organization, queue="q",
-                  scheduled_for=timezone.now() + timedelta(seconds=next(_seconds)))
+                  scheduled_for=timezone.now() - timedelta(seconds=next(_seconds)))
     values.update(fields)
     return Execution.objects.create(**values)
 

@@ -20,7 +20,7 @@ _seconds = itertools.count(1)
 
 def queued(tenant, job, **fields):
     values = dict(job=job, organization=tenant.organization, queue="q",
-                  scheduled_for=timezone.now() + timedelta(seconds=next(_seconds)))
+                  scheduled_for=timezone.now() - timedelta(seconds=next(_seconds)))
     values.update(fields)
     return Execution.objects.create(**values)
 

@@ -214,7 +214,7 @@ def test_concurrency_cap_defers_the_excess(tenant, make_job, target):
     plan.max_concurrency = 2
     plan.save()
     job = make_job(tenant, url=target.url("/slow?seconds=0.5"))
-    executions = [queued(tenant, job, scheduled_for=timezone.now() + timedelta(seconds=i)) for i in range(5)]
+    executions = [queued(tenant, job, scheduled_for=timezone.now() - timedelta(seconds=i)) for i in range(5)]
     run_batch([e.id for e in executions])
     statuses = sorted(Execution.objects.filter(job=job).values_list("status", flat=True))
     assert statuses == ["queued"] * 3 + ["succeeded"] * 2  # waiting, not dropped
@@ -224,7 +224,7 @@ def test_concurrency_cap_defers_the_excess(tenant, make_job, target):
 def test_overlap_forbid_is_enforced_by_the_worker_too(tenant, make_job, target):
     job = make_job(tenant, url=target.url("/slow?seconds=0.5"), overlap_policy=Job.OverlapPolicy.FORBID)
     first = queued(tenant, job)
-    second = queued(tenant, job, scheduled_for=first.scheduled_for + timedelta(seconds=1))
+    second = queued(tenant, job, scheduled_for=first.scheduled_for - timedelta(seconds=1))
     run_batch([first.id, second.id])
     statuses = sorted(Execution.objects.filter(job=job).values_list("status", "skip_reason"))
     assert statuses == [("skipped", "overlap"), ("succeeded", "")]
@@ -253,7 +253,7 @@ def test_circuit_opens_after_repeated_connect_failures_and_defers_runs(settings,
 
 def test_job_rate_limit_spaces_requests_out(tenant, make_job, target):
     job = make_job(tenant, url=target.url("/limited"), rate_limit_per_minute=6)
-    executions = [queued(tenant, job, scheduled_for=timezone.now() + timedelta(seconds=i)) for i in range(3)]
+    executions = [queued(tenant, job, scheduled_for=timezone.now() - timedelta(seconds=i)) for i in range(3)]
     run_batch([e.id for e in executions])
     assert len(target.requests_to("/limited")) == 1
     waiting = Execution.objects.filter(job=job, status="queued")

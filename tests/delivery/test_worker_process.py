@@ -81,7 +81,7 @@ def test_duplicate_messages_run_once_on_a_real_worker(tmp_path, make_tenant, mak
     queue = live_broker.private_queue(tenant)
     job = make_job(tenant, url=target.url("/dup"))
     executions = [Execution.objects.create(job=job, organization=tenant.organization, queue=queue,
-                                           scheduled_for=timezone.now() + timedelta(seconds=i)) for i in range(10)]
+                                           scheduled_for=timezone.now() - timedelta(seconds=i + 1)) for i in range(10)]
     ids = [e.id for e in executions]
     for _ in range(3):
         publishing.publish({queue: ids})

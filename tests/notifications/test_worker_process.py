@@ -27,7 +27,7 @@ def test_burst_of_failures_one_alert_then_recovery_and_events_once(tmp_path, mak
     subscription = save_subscription(EventSubscription(project=tenant.project), url=target.url("/events"))
     job = make_job(tenant, url=target.url("/status/500"), max_attempts=1)
     burst = [Execution.objects.create(job=job, organization=tenant.organization, queue=run_queue,
-                                      scheduled_for=timezone.now() + timedelta(seconds=i)) for i in range(12)]
+                                      scheduled_for=timezone.now() - timedelta(seconds=i + 1)) for i in range(12)]
     worker = start_worker(tmp_path, [run_queue, notify_queue], OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8",
                           NOTIFICATION_QUEUE=notify_queue)
     try:
@@ -40,7 +40,7 @@ def test_burst_of_failures_one_alert_then_recovery_and_events_once(tmp_path, mak
         job.url = target.url("/ok")
         job.save(update_fields=["url"])
         fixed = Execution.objects.create(job=job, organization=tenant.organization, queue=run_queue,
-                                         scheduled_for=timezone.now() + timedelta(minutes=1))
+                                         scheduled_for=timezone.now() - timedelta(minutes=1))
         publishing.publish({run_queue: [fixed.id]})
         wait_for(lambda: len(target.requests_to("/alerts")) >= 2, timeout=60, message="the recovery alert")
         wait_for(lambda: len(target.requests_to("/events")) == 13, timeout=30, message="the success event")

@@ -99,7 +99,7 @@ def test_a_publish_rabbitmq_refuses_counts_as_failed(rabbitmq, tenant, make_job,
     job = make_job(tenant)
     count = publishing.PUBLISH_CHUNK + 50
     ids = [Execution.objects.create(job=job, organization=tenant.organization, queue=queue,
-                                    scheduled_for=timezone.now() + timedelta(seconds=i)).id for i in range(count)]
+                                    scheduled_for=timezone.now() - timedelta(seconds=i + 1)).id for i in range(count)]
     rabbitmq.ctl("set_policy", "--apply-to", "queues", f"full-{queue}", f"^{queue}$",
                  '{"max-length": 1, "overflow": "reject-publish"}')
     with publishing_to(rabbitmq.url), caplog.at_level(logging.ERROR, logger="apps.executions.publishing"):
