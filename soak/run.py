@@ -176,16 +176,18 @@ class Soak:
 
     # -- the verdict ------------------------------------------------------------------
     def verdict(self):
-        from apps.executions.models import Attempt, Execution
+        from apps.executions.models import Execution
 
         findings = checks.Findings()
         executions = list(Execution.objects.values("id", "job_id", "scheduled_for", "trigger", "status"))
-        attempts = list(Attempt.objects.values("execution_id", "number", "response_status"))
+        attempts = self._attempts()
         requests = read_log(self.target_log)
         faults = self.driver.faults
         checks.check_occurrences(findings, self.final_jobs, executions)
         checks.check_final(findings, executions, set(Execution.FINAL_STATUSES))
-        checks.check_requests(findings, requests, executions, attempts, faults)
+        checks.check_requests(findings, requests, executions, attempts, faults,
+                              reclaims=self._reclaims())
+        checks.check_early(findings, requests, executions)
         checks.check_usage(findings, self._usage_total(), len(attempts))
         checks.check_processes(findings, self.driver.unexpected_exits, wait_healthy(self.web_port, 30))
         lags = checks.dispatch_lags(requests, executions)
@@ -196,6 +198,25 @@ class Soak:
         findings.figures.append(("drain after the chaos", f"{self.drained:.1f} s" if self.drained is not None
                                  else f"not drained in {self.args.drain_timeout:.0f} s"))
         return findings
+
+    @staticmethod
+    def _attempts():
+        """Every attempt, a superseded worker's marked (fenced leases: ``superseded_token``)."""
+        from apps.executions.models import Attempt
+
+        columns = ["execution_id", "number", "response_status"]
+        if any(f.name == "superseded_token" for f in Attempt._meta.fields):
+            columns.append("superseded_token")
+        return [dict(a, superseded=bool(a.pop("superseded_token", 0))) for a in Attempt.objects.values(*columns)]
+
+    @staticmethod
+    def _reclaims():
+        """{execution id: lease take-backs}, or None when the schema does not count them."""
+        from apps.executions.models import Execution
+
+        if not any(f.name == "lease_reclaims" for f in Execution._meta.fields):
+            return None
+        return {str(i): n for i, n in Execution.objects.filter(lease_reclaims__gt=0).values_list("id", "lease_reclaims")}
 
     def _usage_total(self):
         """{counter: total} of the billing app's usage counters, None without metering."""
@@ -240,6 +261,8 @@ class Soak:
             "| invariant | result | detail |",
             "|---|---|---|",
             *(f"| {c.name} | {'ok' if c.ok else '**FAILED**'} | {c.detail} |" for c in findings.checks),
+            "",
+            f"lost / doubled / early / superseded / stuck: {checks.tally_line(findings)}",
             "",
             "| figure | value |",
             "|---|---|",
