@@ -5,9 +5,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-#: Faults that can make a worker send a request again: the worker died mid-request, or
-#: the database or the broker went away between the request and its recording.
-RESENDING_FAULTS = ("worker", "postgres", "redis")
+#: Faults that can make a worker send a request again: the worker died mid-request or was
+#: paused past its lease, or the database or the broker went away between the request and
+#: its recording. (Only where the schema records no take-backs: see check_requests.)
+RESENDING_FAULTS = ("worker", "postgres", "redis", "worker-pause")
 #: A request is cut off by a fault that strikes while it is in flight or before its
 #: outcome is recorded: from just before its arrival (clocks, the target's own latency)
 #: until its timeout (5 s in the soak) plus the recording has passed.

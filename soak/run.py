@@ -43,12 +43,21 @@ def parse_args(argv):
     parser.add_argument("--broker", choices=("redis", "rabbitmq"), default=os.environ.get("SOAK_BROKER", "redis"),
                         help="the Celery broker (SOAK_BROKER, default redis); with rabbitmq a private RabbitMQ "
                              "node is the broker, Redis keeps the limits, and the chaos restarts both")
+    parser.add_argument("--extra-faults", default=os.environ.get("SOAK_EXTRA_FAULTS", ""),
+                        help="comma-separated opt-in faults (SOAK_EXTRA_FAULTS): clock (a scheduler 30 s ahead "
+                             "under libfaketime), lease (a worker paused past its lease)")
     parser.add_argument("--worker-concurrency", type=int, default=4)
     parser.add_argument("--drain-timeout", type=float, default=240)
     parser.add_argument("--workdir", help="where logs go (default: a new temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory even when the soak passes")
     parser.add_argument("--summary", help="also write the Markdown summary to this file")
     args = parser.parse_args(argv)
+    args.extra_faults = tuple(f for f in args.extra_faults.replace(" ", "").split(",") if f)
+    unknown = set(args.extra_faults) - set(chaos.EXTRA_FAULTS)
+    if unknown:
+        parser.error(f"unknown extra faults: {', '.join(sorted(unknown))} (known: {', '.join(chaos.EXTRA_FAULTS)})")
+    if "clock" in args.extra_faults and chaos.faketime_library() is None:
+        parser.error("the clock fault needs libfaketime (make faketime)")
     low, _, high = args.interval.partition("-")
     args.interval = (int(low), int(high or low))
     return args
@@ -134,7 +143,8 @@ class Soak:
         self.org_ids = load.load(seed=a.seed, jobs=a.jobs, interval=a.interval, target_url=self.target_url,
                                  start=start)
         self.started = start.timestamp()
-        events = chaos.plan(a.seed, a.seconds, schedulers=2, workers=2, rabbitmq=self.rabbitmq is not None)
+        events = chaos.plan(a.seed, a.seconds, schedulers=2, workers=2, rabbitmq=self.rabbitmq is not None,
+                            extra=a.extra_faults)
         self.log(f"{a.jobs} jobs every {a.interval[0]}-{a.interval[1]} s loaded; seed {a.seed}; chaos plan: "
                  + "; ".join(f"{e.action} {e.target} at {e.at:.1f}s" for e in events))
         self.driver = chaos.Driver(self.processes, self.postgres, self.redis, self.log, rabbitmq=self.rabbitmq)

@@ -153,3 +153,24 @@ def test_a_late_run_is_billed_to_the_last_fault_before_it_arrived():
     starts = [100.0, 160.0]
     assert checks._recovery(first, lags, 2.0, starts) == 4.0
     assert checks._recovery(second, lags, 2.0, starts) == 10.0
+
+
+def test_the_extra_faults_are_planned_only_when_asked_and_leave_the_rest_of_the_plan_alone():
+    plain = chaos.plan(7, 90, 2, 2)
+    both = chaos.plan(7, 90, 2, 2, extra=("clock", "lease"))
+    assert [e for e in both if e.action not in ("skew", "unskew") and not e.target.startswith("worker")] == \
+        [e for e in plain if not e.target.startswith("worker")]
+    skew = next(e for e in both if e.action == "skew")
+    unskew = next(e for e in both if e.action == "unskew")
+    assert skew.target == unskew.target and skew.target.startswith("scheduler") and unskew.at > skew.at
+    stop = next(e for e in both if e.action == "stop" and e.target.startswith("worker"))
+    cont = next(e for e in both if e.action == "cont" and e.target == stop.target)
+    assert cont.at - stop.at > 10  # past the soak's lease: 5 s timeout + 5 s margin
+    assert not any(e.action in ("skew", "unskew") for e in chaos.plan(7, 90, 2, 2, extra=("lease",)))
+
+
+def test_a_paused_scheduler_excuses_no_repeat_but_a_worker_paused_past_its_lease_may():
+    repeat = [{"id": "e1", "attempt": "1", "at": 100.0}, {"id": "e1", "attempt": "1", "at": 130.0}]
+    pause = {"fault": "SIGSTOP scheduler1", "kind": "scheduler-pause", "at": 102.0, "until": 120.0}
+    assert not requests_check(repeat, [pause])[0][RESENT].ok
+    assert requests_check(repeat, [dict(pause, kind="worker-pause", fault="SIGSTOP worker1")])[0][RESENT].ok
