@@ -15,7 +15,7 @@ CLAIM_IDLE_SECONDS = 10.0
 #: longer than a run's lease (the soak's jobs: 5 s timeout + 5 s margin), then resumes it
 #: (its runs are taken back and sent again once, never for ever).
 EXTRA_FAULTS = ("clock", "lease")
-SKEW_SECONDS, SKEW_FOR = 30, 20.0
+SKEW_SECONDS, SKEW_FOR = 30, 30.0
 LEASE_PAUSE_SECONDS = 25.0
 
 
@@ -58,7 +58,7 @@ def plan(seed, duration, schedulers, workers, rabbitmq=False, extra=()):
         events.append(Event(rng.uniform(0.8, 0.88) * duration, "rabbitmq"))
     if "clock" in extra:
         skewed, at = rng.choice([v for v in victims if v.startswith("scheduler")]), rng.uniform(0.15, 0.25) * duration
-        events += [Event(at, "skew", skewed), Event(at + min(SKEW_FOR, 0.15 * duration), "unskew", skewed)]
+        events += [Event(at, "skew", skewed), Event(at + SKEW_FOR, "unskew", skewed)]
     if "lease" in extra:
         paused, at = rng.choice([v for v in victims if v.startswith("worker")]), rng.uniform(0.55, 0.6) * duration
         events += [Event(at, "stop", paused), Event(at + LEASE_PAUSE_SECONDS, "cont", paused)]
@@ -163,12 +163,12 @@ class Driver:
                      + (f"{SKEW_SECONDS} s ahead (libfaketime)" if skew else "true again"))
 
     def _victim(self, name):
-        """The planned victim, unless it is paused or already down: then another of its kind."""
+        """The planned victim, unless it is paused, skewed or already down: then another of its kind."""
         process = self.processes[name]
-        if process.alive() and name not in self.stopped:
+        if process.alive() and name not in self.stopped and not process.overrides:
             return process
         others = [p for p in self.processes.values()
-                  if p.kind == process.kind and p.alive() and p.name not in self.stopped]
+                  if p.kind == process.kind and p.alive() and p.name not in self.stopped and not p.overrides]
         return others[0] if others else process
 
     def _close(self, fault):
