@@ -6,7 +6,7 @@ PORT   ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cronsvc
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test install install-dev services browser sandbox containers wrk bench soak clean
+.PHONY: run test install install-dev services browser sandbox containers model-checker faketime wrk bench soak clean
 
 # Install only when the requirement files change (a stamp per file set).
 $(BIN)/.base-installed: requirements/base.txt
@@ -32,7 +32,7 @@ run: install
 		$(BIN)/honcho start -f Procfile.embedded
 
 ## make test: the whole suite on real PostgreSQL and Redis (started if not running).
-test: install-dev services browser sandbox containers
+test: install-dev services browser sandbox containers model-checker
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=test-only-not-secret \
 		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
@@ -53,6 +53,15 @@ sandbox:
 containers:
 	command -v docker-compose >/dev/null || (apt-get update && apt-get install -y docker-compose)
 
+# The model of a run's life (docs/model/run_life.pml) is checked by Debian's spin, whose
+# verifier is C compiled with gcc (tests/foundation/test_run_model.py).
+model-checker:
+	(command -v spin && command -v gcc) >/dev/null || (apt-get update && apt-get install -y spin gcc)
+
+# The soak's opt-in clock fault (SOAK_EXTRA_FAULTS=clock) skews a scheduler with libfaketime.
+faketime:
+	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || (apt-get update && apt-get install -y libfaketime)
+
 # The API benchmark (bench/bench_api.py) drives the web process with Debian's wrk.
 wrk:
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
@@ -64,7 +73,7 @@ bench: install-dev services wrk
 
 ## make soak: the chaos soak (SOAK_SECONDS, default 600) on its own PostgreSQL and Redis.
 SOAK_SECONDS ?= 600
-soak: install-dev
+soak: install-dev faketime
 	PATH="$(CURDIR)/$(BIN):$$PATH" SOAK_SECONDS=$(SOAK_SECONDS) $(BIN)/python -m soak
 
 clean:

@@ -1,5 +1,6 @@
 """The seeded chaos plan and the driver that carries it out (and logs every step)."""
 
+import glob
 import random
 import signal
 import time
@@ -18,22 +19,32 @@ POISON_RAW = (b"this is not json", b"\xff\xfe not even utf-8", b'{"execution_ids
 POISON_TASKS = (("apps.executions.tasks.no_such_task", [["poison"]]),
                 ("apps.executions.tasks.run_executions", ["not a list of ids"]))
 
+#: The opt-in faults of issue 34 (``--extra-faults``, SOAK_EXTRA_FAULTS): ``clock`` restarts
+#: a scheduler under libfaketime with its clock SKEW_SECONDS ahead for SKEW_FOR seconds
+#: (it must fire nothing early); ``lease`` pauses a worker (SIGSTOP) for LEASE_PAUSE_SECONDS,
+#: longer than a run's lease (the soak's jobs: 5 s timeout + 5 s margin), then resumes it
+#: (its runs are taken back and sent again once, never for ever).
+EXTRA_FAULTS = ("clock", "lease")
+SKEW_SECONDS, SKEW_FOR = 30, 30.0
+LEASE_PAUSE_SECONDS = 25.0
+
 
 @dataclass(order=True)
 class Event:
     at: float  # seconds after the soak's start
-    action: str = field(compare=False)  # kill, restart, stop, cont, redis, postgres, rabbitmq
+    action: str = field(compare=False)  # kill, restart, stop, cont, redis, postgres, rabbitmq, skew, unskew
     target: str = field(default="", compare=False)
 
 
-def plan(seed, duration, schedulers, workers, rabbitmq=False):
+def plan(seed, duration, schedulers, workers, rabbitmq=False, extra=()):
     """The timeline: a kill of a random scheduler or worker every 20–60 s (the first two a
     worker and a scheduler, so a short soak has one of each), each restarted 2–5 s later;
     one Redis restart, one SIGSTOP of a scheduler for longer than a claim may sit idle, one
     PostgreSQL restart, Redis held at maxmemory for OOM_SECONDS, a burst of poison messages
     on the workers' queue, and with ``rabbitmq`` (the broker) one RabbitMQ crash and restart
     near the end. A short soak scales the gaps down. The RabbitMQ event is drawn last, so
-    a seed's plan is otherwise the same with either broker."""
+    a seed's plan is otherwise the same with either broker; the ``extra`` faults
+    (EXTRA_FAULTS) after it, so a seed's plan is otherwise the same with or without them."""
     rng = random.Random(seed)
     warmup = min(30.0, 0.12 * duration)
     gap = (20.0, 60.0) if duration >= 300 else (duration / 8, duration / 4)
@@ -60,7 +71,19 @@ def plan(seed, duration, schedulers, workers, rabbitmq=False):
     events.append(Event(rng.uniform(0.55, 0.6) * duration, "poison"))
     if rabbitmq:
         events.append(Event(rng.uniform(0.8, 0.88) * duration, "rabbitmq"))
+    if "clock" in extra:
+        skewed, at = rng.choice([v for v in victims if v.startswith("scheduler")]), rng.uniform(0.15, 0.25) * duration
+        events += [Event(at, "skew", skewed), Event(at + SKEW_FOR, "unskew", skewed)]
+    if "lease" in extra:
+        paused, at = rng.choice([v for v in victims if v.startswith("worker")]), rng.uniform(0.55, 0.6) * duration
+        events += [Event(at, "stop", paused), Event(at + LEASE_PAUSE_SECONDS, "cont", paused)]
     return sorted(events)
+
+
+def faketime_library():
+    """libfaketime's preload library (Debian's libfaketime), or None."""
+    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1") + glob.glob("/usr/lib/faketime/libfaketime.so.1"))
+    return found[0] if found else None
 
 
 #: The services the driver restarts: (name in the fault table, what the restart does).
@@ -143,7 +166,7 @@ class Driver:
             process = self.processes[event.target]
             process.signal(signal.SIGSTOP)
             self.stopped.add(process.name)
-            self.faults.append({"fault": f"SIGSTOP {process.name}", "kind": "pause", "at": now, "until": None,
+            self.faults.append({"fault": f"SIGSTOP {process.name}", "kind": f"{process.kind}-pause", "at": now, "until": None,
                                 "target": process.name})
             self.log(f"t={offset}s SIGSTOP {process.name}")
         elif event.action == "cont":
@@ -152,6 +175,21 @@ class Driver:
             self.stopped.discard(process.name)
             self._close(f"SIGSTOP {event.target}")
             self.log(f"t={offset}s SIGCONT {process.name}")
+        elif event.action in ("skew", "unskew"):
+            process = self.processes[event.target]
+            skew = event.action == "skew"
+            # (the monotonic clock is shifted too: with FAKETIME_DONT_FAKE_MONOTONIC, libfaketime
+            # 0.9.10 fails every time.sleep of Python 3.11 with EINVAL)
+            process.overrides = {"LD_PRELOAD": faketime_library(), "FAKETIME": f"+{SKEW_SECONDS}s"} if skew else {}
+            process.kill()
+            process.start()
+            if skew:
+                self.faults.append({"fault": f"clock +{SKEW_SECONDS} s {process.name}", "kind": "clock", "at": now,
+                                    "until": None, "target": process.name})
+            else:
+                self._close(f"clock +{SKEW_SECONDS} s {process.name}")
+            self.log(f"t={offset}s restarted {process.name} with its clock "
+                     + (f"{SKEW_SECONDS} s ahead (libfaketime)" if skew else "true again"))
 
     def _send_poison(self):
         """Push the poison onto the workers' queue in the broker: raw bytes (RabbitMQ: a
@@ -180,12 +218,12 @@ class Driver:
         return raw_count + len(POISON_TASKS)
 
     def _victim(self, name):
-        """The planned victim, unless it is paused or already down: then another of its kind."""
+        """The planned victim, unless it is paused, skewed or already down: then another of its kind."""
         process = self.processes[name]
-        if process.alive() and name not in self.stopped:
+        if process.alive() and name not in self.stopped and not process.overrides:
             return process
         others = [p for p in self.processes.values()
-                  if p.kind == process.kind and p.alive() and p.name not in self.stopped]
+                  if p.kind == process.kind and p.alive() and p.name not in self.stopped and not p.overrides]
         return others[0] if others else process
 
     def _close(self, fault):

@@ -5,9 +5,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-#: Faults that can make a worker send a request again: the worker died mid-request, or
-#: the database or the broker went away between the request and its recording.
-RESENDING_FAULTS = ("worker", "postgres", "redis")
+#: Faults that can make a worker send a request again: the worker died mid-request or was
+#: paused past its lease, or the database or the broker went away between the request and
+#: its recording. (Only where the schema records no take-backs: see check_requests.)
+RESENDING_FAULTS = ("worker", "postgres", "redis", "worker-pause")
 #: A request is cut off by a fault that strikes while it is in flight or before its
 #: outcome is recorded: from just before its arrival (clocks, the target's own latency)
 #: until its timeout (5 s in the soak) plus the recording has passed.
@@ -25,6 +26,7 @@ class Check:
 class Findings:
     checks: list = field(default_factory=list)
     figures: list = field(default_factory=list)  # (name, value)
+    tally: dict = field(default_factory=dict)  # lost, doubled, early, superseded, stuck
     faults: list = field(default_factory=list)  # rows for the fault table
 
     @property
@@ -61,6 +63,8 @@ def check_occurrences(findings, final_jobs, executions):
     doubled = sum(n - 1 for n in by_occurrence.values() if n > 1)
     unexpected = len(set(by_occurrence) - expected)
     findings.figures.append(("occurrences due in the window", f"{len(expected):,}"))
+    findings.tally["lost"] = lost
+    findings.tally["doubled"] = findings.tally.get("doubled", 0) + doubled
     findings.check("every occurrence has exactly one execution row",
                    lost == 0 and doubled == 0 and unexpected == 0 and off_grid_next == 0,
                    f"lost: {lost}, doubled: {doubled}, rows for no due occurrence: {unexpected}, "
@@ -70,12 +74,20 @@ def check_occurrences(findings, final_jobs, executions):
 def check_final(findings, executions, final_statuses):
     statuses = Counter(e["status"] for e in executions)
     stuck = sum(n for status, n in statuses.items() if status not in final_statuses)
+    findings.tally["stuck"] = stuck
     findings.figures.append(("executions by status", ", ".join(f"{s} {n:,}" for s, n in sorted(statuses.items()))))
     findings.check("every execution reached a final state", stuck == 0,
                    f"stuck (queued or running after the drain): {stuck}")
 
 
-def check_requests(findings, requests, executions, attempts, faults):
+def check_requests(findings, requests, executions, attempts, faults, reclaims=None):
+    """Every request names a known run; a run's requests beyond its own recorded attempts
+    (repeats, whatever attempt number they carry) are excused only by a lease taken back:
+    ``reclaims`` ({execution id: take-backs}, the database's ``lease_reclaims``). With a
+    schema that does not record take-backs (None), by a resending fault while the first
+    copy was in flight, as before. ``attempts``: {"execution_id", "number",
+    "response_status", "superseded"} (``superseded``: a superseded worker's attempt, kept as
+    history: it does not count as the run's own)."""
     known = {str(e["id"]) for e in executions}
     unknown = sum(1 for r in requests if r["id"] not in known)
     findings.figures.append(("requests received by the target", f"{len(requests):,}"))
@@ -83,28 +95,51 @@ def check_requests(findings, requests, executions, attempts, faults):
 
     arrivals = defaultdict(list)
     for r in requests:
-        arrivals[(r["id"], r["attempt"])].append(r["at"])
-    repeats = [(key, sorted(times)) for key, times in arrivals.items() if len(times) > 1]
-    unexplained, by_fault = 0, Counter()
-    for _key, times in repeats:
-        fault = _fault_before(faults, times[0], times[-1])
-        if fault is None:
-            unexplained += 1
-        else:
-            by_fault[fault["fault"]] += len(times) - 1
-            fault["repeats"] = fault.get("repeats", 0) + len(times) - 1
-            fault["last_repeat"] = max(fault.get("last_repeat", 0), times[-1])
-    detail = f"{sum(len(t) - 1 for _, t in repeats)} repeated requests"
+        arrivals[r["id"]].append(r["at"])
+    own = Counter(str(a["execution_id"]) for a in attempts if not a.get("superseded"))
+    unexplained, excused, by_fault = 0, 0, Counter()
+    for run_id, times in arrivals.items():
+        times.sort()
+        extra = len(times) - own[run_id] if own[run_id] else len(times) - 1
+        if extra <= 0:
+            continue
+        allowed = extra if reclaims is None else min(extra, reclaims.get(run_id, 0))
+        for repeat in times[-extra:]:
+            fault = _fault_before(faults, times[0], repeat)
+            if fault is not None:  # the fault table's column, whichever rule excuses it
+                by_fault[fault["fault"]] += 1
+                fault["repeats"] = fault.get("repeats", 0) + 1
+                fault["last_repeat"] = max(fault.get("last_repeat", 0), repeat)
+            if reclaims is None and fault is None:
+                allowed -= 1
+        excused += max(0, allowed)
+        unexplained += extra - max(0, allowed)
+    findings.tally["superseded"] = excused
+    findings.tally["doubled"] = findings.tally.get("doubled", 0) + unexplained
+    rule = ("a lease of it taken back (lease_reclaims)" if reclaims is not None
+            else "a kill or restart while it was in flight (this schema records no take-backs)")
+    detail = f"{excused + unexplained} requests beyond the runs' own attempts"
     if by_fault:
         detail += " (" + ", ".join(f"{n} after {f}" for f, n in by_fault.most_common()) + ")"
-    findings.check("a webhook-id+attempt arrives twice only after a kill or restart", unexplained == 0,
-                   f"{detail}; unexplained: {unexplained}")
+    findings.check(f"a run is sent again only after {rule}", unexplained == 0,
+                   f"{detail}; excused: {excused}; unexplained: {unexplained}")
 
-    received = set(arrivals)
-    answered_not_received = sum(1 for a in attempts if a["response_status"] is not None
+    received = {(r["id"], r["attempt"]) for r in requests}
+    answered_not_received = sum(1 for a in attempts if a["response_status"] is not None and not a.get("superseded")
                                 and (str(a["execution_id"]), str(a["number"])) not in received)
     findings.check("every recorded attempt that got an answer reached the target", answered_not_received == 0,
                    f"recorded with a response but never received: {answered_not_received}")
+
+
+def check_early(findings, requests, executions):
+    """No request reaches the target before its run's scheduled time. The target and
+    PostgreSQL read the host's clock, so this is the database's clock, whatever clock a
+    scheduler or worker believes (libfaketime)."""
+    due = {str(e["id"]): e["scheduled_for"].timestamp() for e in executions}
+    leads = [due[r["id"]] - r["at"] for r in requests if r["id"] in due and r["at"] < due[r["id"]]]
+    findings.tally["early"] = len(leads)
+    findings.check("nothing fires before it is due", not leads,
+                   f"early requests: {len(leads)}" + (f" (up to {max(leads):.2f} s early)" if leads else ""))
 
 
 def _fault_before(faults, first, repeat):
@@ -194,6 +229,14 @@ def _pct(values, p):
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[p - 1] if p < 100 else values[-1]
+
+
+TALLY = ("lost", "doubled", "early", "superseded", "stuck")
+
+
+def tally_line(findings):
+    """lost / doubled / early / superseded / stuck, in one line for the summary."""
+    return " / ".join(f"{name} {findings.tally.get(name, 0):,}" for name in TALLY)
 
 
 def fault_rows(faults, started):

@@ -29,6 +29,7 @@ class PlatformProcess:
         self.popen = None
         self.starts = 0
         self.expected_down = False
+        self.overrides = {}  # extra environment for the next starts (the chaos's libfaketime)
 
     @property
     def kind(self):
@@ -36,7 +37,7 @@ class PlatformProcess:
 
     def start(self):
         log = open(self.log_path, "ab")
-        self.popen = subprocess.Popen(["sh", "-c", f"exec {self.command}"], cwd=ROOT, env=self.env,
+        self.popen = subprocess.Popen(["sh", "-c", f"exec {self.command}"], cwd=ROOT, env={**self.env, **self.overrides},
                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         self.starts += 1

@@ -43,12 +43,21 @@ def parse_args(argv):
     parser.add_argument("--broker", choices=("redis", "rabbitmq"), default=os.environ.get("SOAK_BROKER", "redis"),
                         help="the Celery broker (SOAK_BROKER, default redis); with rabbitmq a private RabbitMQ "
                              "node is the broker, Redis keeps the limits, and the chaos restarts both")
+    parser.add_argument("--extra-faults", default=os.environ.get("SOAK_EXTRA_FAULTS", ""),
+                        help="comma-separated opt-in faults (SOAK_EXTRA_FAULTS): clock (a scheduler 30 s ahead "
+                             "under libfaketime), lease (a worker paused past its lease)")
     parser.add_argument("--worker-concurrency", type=int, default=4)
     parser.add_argument("--drain-timeout", type=float, default=240)
     parser.add_argument("--workdir", help="where logs go (default: a new temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory even when the soak passes")
     parser.add_argument("--summary", help="also write the Markdown summary to this file")
     args = parser.parse_args(argv)
+    args.extra_faults = tuple(f for f in args.extra_faults.replace(" ", "").split(",") if f)
+    unknown = set(args.extra_faults) - set(chaos.EXTRA_FAULTS)
+    if unknown:
+        parser.error(f"unknown extra faults: {', '.join(sorted(unknown))} (known: {', '.join(chaos.EXTRA_FAULTS)})")
+    if "clock" in args.extra_faults and chaos.faketime_library() is None:
+        parser.error("the clock fault needs libfaketime (make faketime)")
     low, _, high = args.interval.partition("-")
     args.interval = (int(low), int(high or low))
     return args
@@ -134,7 +143,8 @@ class Soak:
         self.org_ids = load.load(seed=a.seed, jobs=a.jobs, interval=a.interval, target_url=self.target_url,
                                  start=start)
         self.started = start.timestamp()
-        events = chaos.plan(a.seed, a.seconds, schedulers=2, workers=2, rabbitmq=self.rabbitmq is not None)
+        events = chaos.plan(a.seed, a.seconds, schedulers=2, workers=2, rabbitmq=self.rabbitmq is not None,
+                            extra=a.extra_faults)
         self.log(f"{a.jobs} jobs every {a.interval[0]}-{a.interval[1]} s loaded; seed {a.seed}; chaos plan: "
                  + "; ".join(f"{e.action} {e.target} at {e.at:.1f}s" for e in events))
         self.driver = chaos.Driver(self.processes, self.postgres, self.redis, self.log, rabbitmq=self.rabbitmq)
@@ -176,16 +186,18 @@ class Soak:
 
     # -- the verdict ------------------------------------------------------------------
     def verdict(self):
-        from apps.executions.models import Attempt, Execution
+        from apps.executions.models import Execution
 
         findings = checks.Findings()
         executions = list(Execution.objects.values("id", "job_id", "scheduled_for", "trigger", "status"))
-        attempts = list(Attempt.objects.values("execution_id", "number", "response_status"))
+        attempts = self._attempts()
         requests = read_log(self.target_log)
         faults = self.driver.faults
         checks.check_occurrences(findings, self.final_jobs, executions)
         checks.check_final(findings, executions, set(Execution.FINAL_STATUSES))
-        checks.check_requests(findings, requests, executions, attempts, faults)
+        checks.check_requests(findings, requests, executions, attempts, faults,
+                              reclaims=self._reclaims())
+        checks.check_early(findings, requests, executions)
         checks.check_usage(findings, self._usage_total(), len(attempts))
         checks.check_processes(findings, self.driver.unexpected_exits, wait_healthy(self.web_port, 30))
         checks.check_dead_letters(findings, self.driver.poison_sent, self._dead_letters())
@@ -202,6 +214,25 @@ class Soak:
         from apps.executions import deadletters
 
         return deadletters.entries()
+
+    @staticmethod
+    def _attempts():
+        """Every attempt, a superseded worker's marked (fenced leases: ``superseded_token``)."""
+        from apps.executions.models import Attempt
+
+        columns = ["execution_id", "number", "response_status"]
+        if any(f.name == "superseded_token" for f in Attempt._meta.fields):
+            columns.append("superseded_token")
+        return [dict(a, superseded=bool(a.pop("superseded_token", 0))) for a in Attempt.objects.values(*columns)]
+
+    @staticmethod
+    def _reclaims():
+        """{execution id: lease take-backs}, or None when the schema does not count them."""
+        from apps.executions.models import Execution
+
+        if not any(f.name == "lease_reclaims" for f in Execution._meta.fields):
+            return None
+        return {str(i): n for i, n in Execution.objects.filter(lease_reclaims__gt=0).values_list("id", "lease_reclaims")}
 
     def _usage_total(self):
         """{counter: total} of the billing app's usage counters, None without metering."""
@@ -246,6 +277,8 @@ class Soak:
             "| invariant | result | detail |",
             "|---|---|---|",
             *(f"| {c.name} | {'ok' if c.ok else '**FAILED**'} | {c.detail} |" for c in findings.checks),
+            "",
+            f"lost / doubled / early / superseded / stuck: {checks.tally_line(findings)}",
             "",
             "| figure | value |",
             "|---|---|",

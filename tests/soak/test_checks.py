@@ -47,28 +47,70 @@ def test_stuck_runs_fail():
     assert not findings.ok and "stuck (queued or running after the drain): 1" in findings.checks[0].detail
 
 
-def requests_check(requests, faults, executions=None):
+def requests_check(requests, faults, executions=None, attempts=(), reclaims=None):
     findings = checks.Findings()
     executions = executions or [execution("j", T0, id="e1")]
-    checks.check_requests(findings, requests, executions, [], faults)
-    return {c.name: c for c in findings.checks}
+    checks.check_requests(findings, requests, executions, list(attempts), faults, reclaims=reclaims)
+    return {c.name.split(" only after")[0]: c for c in findings.checks}, findings
+
+
+RESENT = "a run is sent again"
+
+
+def attempt(number, superseded=False):
+    return {"execution_id": "e1", "number": number, "response_status": 200, "superseded": superseded}
 
 
 def test_unknown_webhook_ids_fail():
-    result = requests_check([{"id": "nope", "attempt": "1", "at": 100.0}], [])
+    result, _ = requests_check([{"id": "nope", "attempt": "1", "at": 100.0}], [])
     assert not result["every request carries a known webhook-id"].ok
 
 
-def test_a_repeat_is_explained_only_by_a_fault_while_it_was_in_flight():
+def test_without_take_back_records_a_repeat_is_explained_only_by_a_fault_while_it_was_in_flight():
     repeat = [{"id": "e1", "attempt": "1", "at": 100.0}, {"id": "e1", "attempt": "1", "at": 130.0}]
-    name = "a webhook-id+attempt arrives twice only after a kill or restart"
     kill = {"fault": "SIGKILL worker1", "kind": "worker", "at": 102.0, "until": 105.0}
-    assert requests_check(repeat, [kill])[name].ok
+    assert requests_check(repeat, [kill])[0][RESENT].ok
     assert kill["repeats"] == 1
     long_before = dict(kill, at=50.0)
-    assert not requests_check(repeat, [long_before])[name].ok
+    assert not requests_check(repeat, [long_before])[0][RESENT].ok
     scheduler_kill = dict(kill, kind="scheduler", fault="SIGKILL scheduler1")
-    assert not requests_check(repeat, [scheduler_kill])[name].ok
+    assert not requests_check(repeat, [scheduler_kill])[0][RESENT].ok
+
+
+def test_a_repeat_under_a_new_attempt_number_is_still_a_repeat():
+    # two requests, one attempt of the run's own recorded, no lease ever taken back: the
+    # second request (attempt 2, one second after a kill) is a doubled run
+    requests = [{"id": "e1", "attempt": "1", "at": 100.0}, {"id": "e1", "attempt": "2", "at": 103.0}]
+    kill = {"fault": "SIGKILL worker1", "kind": "worker", "at": 101.0, "until": 104.0}
+    result, findings = requests_check(requests, [kill], attempts=[attempt(2)], reclaims={})
+    assert not result[RESENT].ok and "unexplained: 1" in result[RESENT].detail
+    assert findings.tally["doubled"] == 1
+
+
+def test_a_repeat_is_excused_by_a_lease_taken_back_and_only_as_often():
+    requests = [{"id": "e1", "attempt": "1", "at": t} for t in (100.0, 120.0, 140.0)]
+    result, findings = requests_check(requests, [], attempts=[attempt(1), attempt(1, superseded=True)],
+                                      reclaims={"e1": 1})
+    assert not result[RESENT].ok  # 3 requests, 1 own attempt, 1 take-back
+    result, findings = requests_check(requests, [], attempts=[attempt(1)], reclaims={"e1": 2})
+    assert result[RESENT].ok and findings.tally["superseded"] == 2
+
+
+def test_retries_are_the_runs_own_attempts():
+    requests = [{"id": "e1", "attempt": str(n), "at": 100.0 + n} for n in (1, 2, 3)]
+    result, _ = requests_check(requests, [], attempts=[attempt(1), attempt(2), attempt(3)], reclaims={})
+    assert result[RESENT].ok
+
+
+def test_an_early_request_fails():
+    findings = checks.Findings()
+    due = T0 + timedelta(seconds=60)
+    runs = [execution("j", due, id="e1")]
+    checks.check_early(findings, [{"id": "e1", "attempt": "1", "at": due.timestamp() + 0.01}], runs)
+    assert findings.ok and findings.tally["early"] == 0
+    checks.check_early(findings, [{"id": "e1", "attempt": "1", "at": due.timestamp() - 23}], runs)
+    assert not findings.ok and "up to 23.00 s early" in findings.checks[-1].detail
+    assert "early 1" in checks.tally_line(findings)
 
 
 def test_usage_must_equal_attempts():
@@ -129,3 +171,23 @@ def test_the_plan_holds_redis_full_for_a_while_and_sends_poison_once():
     (start,) = [e.at for e in events if e.action == "oom"]
     (end,) = [e.at for e in events if e.action == "oom_end"]
     assert end - start == chaos.OOM_SECONDS and end < 90 - 8
+
+def test_the_extra_faults_are_planned_only_when_asked_and_leave_the_rest_of_the_plan_alone():
+    plain = chaos.plan(7, 90, 2, 2)
+    both = chaos.plan(7, 90, 2, 2, extra=("clock", "lease"))
+    assert [e for e in both if e.action not in ("skew", "unskew") and not e.target.startswith("worker")] == \
+        [e for e in plain if not e.target.startswith("worker")]
+    skew = next(e for e in both if e.action == "skew")
+    unskew = next(e for e in both if e.action == "unskew")
+    assert skew.target == unskew.target and skew.target.startswith("scheduler") and unskew.at > skew.at
+    stop = next(e for e in both if e.action == "stop" and e.target.startswith("worker"))
+    cont = next(e for e in both if e.action == "cont" and e.target == stop.target)
+    assert cont.at - stop.at > 10  # past the soak's lease: 5 s timeout + 5 s margin
+    assert not any(e.action in ("skew", "unskew") for e in chaos.plan(7, 90, 2, 2, extra=("lease",)))
+
+
+def test_a_paused_scheduler_excuses_no_repeat_but_a_worker_paused_past_its_lease_may():
+    repeat = [{"id": "e1", "attempt": "1", "at": 100.0}, {"id": "e1", "attempt": "1", "at": 130.0}]
+    pause = {"fault": "SIGSTOP scheduler1", "kind": "scheduler-pause", "at": 102.0, "until": 120.0}
+    assert not requests_check(repeat, [pause])[0][RESENT].ok
+    assert requests_check(repeat, [dict(pause, kind="worker-pause", fault="SIGSTOP worker1")])[0][RESENT].ok
