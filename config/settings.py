@@ -537,6 +537,10 @@ if PROMETHEUS_MULTIPROC_DIR:
 # Schedulers and workers write a heartbeat row at most this often (seconds); one silent
 # for three intervals is shown as dead.
 HEARTBEAT_INTERVAL = env_float("HEARTBEAT_INTERVAL", 5.0)
+# One clock (docs/architecture.md): the database's decides what is due. A process whose own
+# clock is off the database's by more than this many seconds says so (a log warning, the
+# gauge cronsvc_clock_skew_seconds, a /readyz warning); it cannot fire early either way.
+CLOCK_SKEW_WARN_SECONDS = env_float("CLOCK_SKEW_WARN_SECONDS", 2.0)
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 # json: one JSON object per line with request_id / execution_id (server default);
