@@ -6,7 +6,7 @@ PORT   ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cronsvc
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test install install-dev services browser sandbox containers wrk bench soak clean
+.PHONY: run test install install-dev services browser sandbox containers faketime wrk bench soak clean
 
 # Install only when the requirement files change (a stamp per file set).
 $(BIN)/.base-installed: requirements/base.txt
@@ -32,7 +32,7 @@ run: install
 		$(BIN)/honcho start -f Procfile.embedded
 
 ## make test: the whole suite on real PostgreSQL and Redis (started if not running).
-test: install-dev services browser sandbox containers
+test: install-dev services browser sandbox containers faketime
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=test-only-not-secret \
 		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
@@ -52,6 +52,11 @@ sandbox:
 # with the Python docker-compose (Debian's), which validates a compose file without one.
 containers:
 	command -v docker-compose >/dev/null || (apt-get update && apt-get install -y docker-compose)
+
+# The one-clock test (tests/scheduler/test_faketime.py) runs a scheduler whose clock is skewed
+# and jumps, with Debian's libfaketime.
+faketime:
+	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || (apt-get update && apt-get install -y faketime)
 
 # The API benchmark (bench/bench_api.py) drives the web process with Debian's wrk.
 wrk:

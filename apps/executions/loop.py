@@ -15,6 +15,7 @@ retries, the sweep, the heartbeat) is guarded: its exception is logged and count
 import logging
 import signal
 import statistics
+import threading
 import time
 from datetime import timedelta
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ class SchedulerLoop:
         self.clock = clock
         self.reading = None  # the last read of the database's time
         self.state = LoopState()
+        self._wake = threading.Event()  # set to stop: a sleeping loop wakes at once
         self.report = hooks.scheduler_report()  # observability's metrics and heartbeat
         self.heartbeat = self.report.heartbeat("scheduler")
         self.overload = OverloadGate()
@@ -66,6 +68,7 @@ class SchedulerLoop:
     def _request_stop(self, signum, frame):
         log.info("scheduler: signal %s received, stopping after this tick", signum)
         self.state.stopping = True
+        self._wake.set()
 
     def run(self, *, max_ticks=None):
         ticks = 0
@@ -224,9 +227,10 @@ class SchedulerLoop:
         return max(0.0, min(self.max_sleep, (next_due - self._now()).total_seconds()))
 
     def _sleep(self, seconds):
-        deadline = time.monotonic() + seconds
-        while not self.state.stopping and time.monotonic() < deadline:
-            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        """Wait ``seconds`` by the monotonic clock (an Event's wait: a stop wakes it, and
+        no absolute deadline is computed from a clock that might jump)."""
+        if not self.state.stopping and seconds > 0:
+            self._wake.wait(seconds)
 
     def _back_off(self, exc):
         self.state.failures += 1
