@@ -13,11 +13,13 @@ RabbitMQ's transport has no batch: there each message is sent at once and the pu
 waits for the broker's confirm (config/brokers.py), one round trip per message of up to
 PUBLISH_CHUNK ids.
 
-A publish never holds its caller longer than PUBLISH_TIMEOUT seconds: the messages are
-sent by one publisher thread per process, and a caller waits for it at most that long. A
-broker that does not answer (blackholed, stalled) leaves the thread waiting on its socket
-timeouts (REDIS_SOCKET_TIMEOUT, CONFIRM_TIMEOUT) while the caller goes on, and every publish
-asked meanwhile (once that one has waited PUBLISH_TIMEOUT) is skipped at once: the runs stay queued in the database and the sweeper
+A publish never holds its caller while the broker is silent for PUBLISH_TIMEOUT seconds:
+the messages are sent by one publisher thread per process, and a caller waits for it as
+long as it makes progress (a message sent within PUBLISH_TIMEOUT: a big publish to
+RabbitMQ, confirmed message by message, may take longer as a whole). A broker that does not
+answer (blackholed, stalled) leaves the thread waiting on its socket timeouts
+(REDIS_SOCKET_TIMEOUT, CONFIRM_TIMEOUT) while the caller goes on, and every publish asked
+meanwhile is skipped at once: the runs stay queued in the database and the sweeper
 sends them once the broker answers again (docs/operations.md). So a scheduler keeps
 recording while its broker is unreachable.
 """
@@ -56,7 +58,7 @@ def chunked(items, size):
         yield items[start:start + size]
 
 
-_publisher = {"pid": None, "executor": None, "pending": None, "since": 0.0}
+_publisher = {"pid": None, "executor": None, "pending": None, "progress_at": 0.0}
 _publisher_lock = threading.Lock()
 
 
@@ -71,21 +73,31 @@ def publish(ids_by_queue):
         if _publisher["pid"] != os.getpid():  # a forked child starts its own thread
             _publisher.update(pid=os.getpid(), executor=_PublisherThread(), pending=None)
         pending = _publisher["pending"]
-        if (pending is not None and not pending.done()
-                and time.monotonic() - _publisher["since"] > settings.PUBLISH_TIMEOUT):
+        if pending is not None and not pending.done() and _stalled():
             log.warning("publish skipped: an earlier publish still waits on the broker; the sweeper will send "
                         "these %d ids", total)
             return 0
-        future = _publisher["executor"].submit(_send, ids_by_queue, total)
         if pending is None or pending.done():
-            _publisher["since"] = time.monotonic()  # the oldest publish not finished started then
+            _progress()
+        future = _publisher["executor"].submit(_send, ids_by_queue, total)
         _publisher["pending"] = future
-    try:
-        return future.result(timeout=settings.PUBLISH_TIMEOUT)
-    except FutureTimeout:
-        log.warning("publish: the broker did not answer within %.1fs; %d ids are left for the sweeper",
-                    settings.PUBLISH_TIMEOUT, total)
-        return 0
+    while True:
+        try:
+            return future.result(timeout=settings.PUBLISH_TIMEOUT)
+        except FutureTimeout:
+            if _stalled():
+                log.warning("publish: the broker did not answer within %.1fs; %d ids are left for the sweeper",
+                            settings.PUBLISH_TIMEOUT, total)
+                return 0
+
+
+def _progress():
+    _publisher["progress_at"] = time.monotonic()
+
+
+def _stalled():
+    """True when the publisher thread sent nothing for PUBLISH_TIMEOUT seconds."""
+    return time.monotonic() - _publisher["progress_at"] > settings.PUBLISH_TIMEOUT
 
 
 class _PublisherThread:
@@ -114,6 +126,7 @@ class _PublisherThread:
 def _send(ids_by_queue, total):
     confirmed_each = settings.BROKER_KIND == "amqp"  # a send returns once RabbitMQ confirmed it
     published = 0
+    _progress()
     try:
         with app.producer_pool.acquire(block=True) as producer:
             with producer.batch():
@@ -122,6 +135,7 @@ def _send(ids_by_queue, total):
                     for chunk in chunked([str(i) for i in ids], size):
                         app.send_task(RUN_TASK, args=[chunk], queue=queue, producer=producer,
                                       confirm_timeout=CONFIRM_TIMEOUT)
+                        _progress()
                         if confirmed_each:
                             published += len(chunk)
             # Leaving the batch without an error flushed it.
