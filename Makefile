@@ -32,7 +32,7 @@ run: install
 		$(BIN)/honcho start -f Procfile.embedded
 
 ## make test: the whole suite on real PostgreSQL and Redis (started if not running).
-test: install-dev services browser sandbox containers model-checker
+test: install-dev services browser sandbox containers model-checker faketime
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=test-only-not-secret \
 		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
@@ -58,9 +58,10 @@ containers:
 model-checker:
 	(command -v spin && command -v gcc) >/dev/null || (apt-get update && apt-get install -y spin gcc)
 
-# The soak's opt-in clock fault (SOAK_EXTRA_FAULTS=clock) skews a scheduler with libfaketime.
+# The one-clock test (tests/scheduler/test_faketime.py) and the soak's opt-in clock fault
+# (SOAK_EXTRA_FAULTS=clock) run a scheduler whose clock is skewed and jumps, with Debian's libfaketime.
 faketime:
-	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || (apt-get update && apt-get install -y libfaketime)
+	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || (apt-get update && apt-get install -y faketime)
 
 # The API benchmark (bench/bench_api.py) drives the web process with Debian's wrk.
 wrk:

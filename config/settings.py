@@ -12,6 +12,8 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from .brokers import AMQP_TRANSPORT_OPTIONS, broker_kind
 from .env import env_bool, env_float, env_int, env_int_map, env_list, env_str
@@ -142,6 +144,37 @@ CONN_MAX_AGE = env_int("CONN_MAX_AGE", 60)
 DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
 
 
+# Timeouts everywhere (docs/configuration.md, "Timeouts"): a PostgreSQL server that vanished
+# without closing (a cut, a blackhole) must fail a statement in seconds, not hang a process.
+DATABASE_CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+DATABASE_KEEPALIVES_IDLE = env_int("DATABASE_KEEPALIVES_IDLE", 10)
+DATABASE_KEEPALIVES_INTERVAL = env_int("DATABASE_KEEPALIVES_INTERVAL", 5)
+DATABASE_KEEPALIVES_COUNT = env_int("DATABASE_KEEPALIVES_COUNT", 3)
+DATABASE_TCP_USER_TIMEOUT_MS = env_int("DATABASE_TCP_USER_TIMEOUT_MS", 30_000)
+DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS = env_int("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 60_000)
+
+
+def _database_options(parsed):
+    """libpq's connection options: connect timeout, TCP keepalives and user timeout (a dead
+    peer is noticed while idle and while a write waits), and the server ending a session
+    left idle inside a transaction (its locks released). Options in DATABASE_URL's query
+    string win; a 0 leaves a setting out (e.g. ``options`` behind a pooler that refuses it)."""
+    options = {key: value for key, value in {
+        "connect_timeout": DATABASE_CONNECT_TIMEOUT,
+        "keepalives": 1,
+        "keepalives_idle": DATABASE_KEEPALIVES_IDLE,
+        "keepalives_interval": DATABASE_KEEPALIVES_INTERVAL,
+        "keepalives_count": DATABASE_KEEPALIVES_COUNT,
+        "tcp_user_timeout": DATABASE_TCP_USER_TIMEOUT_MS,
+    }.items() if value}
+    if DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS:
+        options["options"] = f"-c idle_in_transaction_session_timeout={DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS}"
+    given = dict(parsed.get("OPTIONS") or {})
+    if "options" in given and "options" in options:
+        given["options"] = f"{options['options']} {given['options']}"
+    return {**options, **given}
+
+
 def _database():
     if EMBEDDED:
         VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -159,6 +192,7 @@ def _database():
     config = dj_database_url.parse(DATABASE_URL, conn_max_age=CONN_MAX_AGE, conn_health_checks=True)
     if config["ENGINE"] == "django.db.backends.postgresql":
         config["ENGINE"] = "apps.sql.backend"  # a health check without SELECT 1 (apps/sql/backend/base.py)
+        config["OPTIONS"] = _database_options(config)
     return config
 
 
@@ -301,6 +335,22 @@ AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 365)
 
 # --- Celery ---
 REDIS_URL = env_str("REDIS_URL")
+# Every Redis client (broker, limits and cancel flags, event stream, caches, sandbox report)
+# connects, reads and writes with these timeouts, checks a connection idle longer than the
+# interval before using it, and retries a failed or timed-out command once (redis-py 8's
+# default is 10 retries, each nesting the health check's own: over a minute per call to a
+# blackholed Redis). A Redis that never answers fails a call within about 4 socket timeouts
+# (docs/configuration.md, "Timeouts").
+REDIS_SOCKET_CONNECT_TIMEOUT = env_float("REDIS_SOCKET_CONNECT_TIMEOUT", 2.0)
+REDIS_SOCKET_TIMEOUT = env_float("REDIS_SOCKET_TIMEOUT", 3.0)
+REDIS_HEALTH_CHECK_INTERVAL = env_int("REDIS_HEALTH_CHECK_INTERVAL", 15)
+REDIS_TIMEOUT_OPTIONS = {
+    "socket_connect_timeout": REDIS_SOCKET_CONNECT_TIMEOUT,
+    "socket_timeout": REDIS_SOCKET_TIMEOUT,
+    "socket_keepalive": True,
+    "health_check_interval": REDIS_HEALTH_CHECK_INTERVAL,
+}
+REDIS_CLIENT_OPTIONS = {**REDIS_TIMEOUT_OPTIONS, "retry": Retry(ExponentialBackoff(cap=0.25, base=0.05), 1)}
 
 
 def _filesystem_broker_options():
@@ -333,7 +383,9 @@ elif BROKER_KIND == "amqp":
 else:
     # Longer than the longest run (max timeout + retries are scheduled via the DB), so
     # an unacknowledged message is redelivered only when its worker really died.
+    # kombu's connections retry nothing themselves (Celery's publish retry policy does).
     CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **REDIS_TIMEOUT_OPTIONS,
         "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
         # A worker polls its queues in the order given (Procfile: <plan>--high, <plan>,
         # <plan>--low), not round robin: high-priority runs are taken first (routing.py).
@@ -359,6 +411,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing must fail fast when the broker is down: the sweeper re-publishes later.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
+# The longest a publish holds its caller (a scheduler tick, a "run now"); what is not sent
+# by then stays queued in the database for the sweeper (apps/executions/publishing.py).
+PUBLISH_TIMEOUT = env_float("PUBLISH_TIMEOUT", 3.0)
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -530,14 +585,14 @@ CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "api": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-         "KEY_PREFIX": "cronsvc-api"}
+         "KEY_PREFIX": "cronsvc-api", "OPTIONS": REDIS_CLIENT_OPTIONS}
         if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "api"}
     ),
     # The web pages' counters (login attempts, test runs): Redis shared by every web
     # process; embedded mode runs one web process, so its memory is enough.
     "web": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-         "KEY_PREFIX": "cronsvc-web"}
+         "KEY_PREFIX": "cronsvc-web", "OPTIONS": REDIS_CLIENT_OPTIONS}
         if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "web"}
     ),
 }
@@ -569,6 +624,10 @@ if PROMETHEUS_MULTIPROC_DIR:
 # Schedulers and workers write a heartbeat row at most this often (seconds); one silent
 # for three intervals is shown as dead.
 HEARTBEAT_INTERVAL = env_float("HEARTBEAT_INTERVAL", 5.0)
+# One clock (docs/architecture.md): the database's decides what is due. A process whose own
+# clock is off the database's by more than this many seconds says so (a log warning, the
+# gauge cronsvc_clock_skew_seconds, a /readyz warning); it cannot fire early either way.
+CLOCK_SKEW_WARN_SECONDS = env_float("CLOCK_SKEW_WARN_SECONDS", 2.0)
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 # json: one JSON object per line with request_id / execution_id (server default);

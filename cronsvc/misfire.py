@@ -11,6 +11,10 @@ Pure function over instants: the scheduler hands in every occurrence that is due
   ``on_time_seconds``); every missed one is skipped (``misfire_skipped``).
 Under every policy an occurrence older than the grace window is skipped
 (``misfire_expired``).
+
+``now`` is the database's time (docs/architecture.md, "One clock"). ``more=True`` says
+later occurrences are due too (the scheduler records a long catch-up a slice a tick): none
+of these is then the latest, so ``run_once`` and ``skip`` run none of them.
 """
 
 from dataclasses import dataclass, field
@@ -27,8 +31,9 @@ class CatchUp:
     skip: list[tuple[datetime, str]] = field(default_factory=list)
 
 
-def plan_catch_up(due, *, now, policy, grace_seconds, on_time_seconds=60, cap=100):
-    """Split due occurrences (sorted, all <= now) into runs and skips."""
+def plan_catch_up(due, *, now, policy, grace_seconds, on_time_seconds=60, cap=100, more=False):
+    """Split due occurrences (sorted, all <= now) into runs and skips; every one of them
+    ends in exactly one of the two."""
     plan = CatchUp()
     if not due:
         return plan
@@ -40,6 +45,9 @@ def plan_catch_up(due, *, now, policy, grace_seconds, on_time_seconds=60, cap=10
     if policy == RUN_ALL:
         plan.run.extend(fresh[:cap])
         plan.skip.extend((t, "misfire_cap") for t in fresh[cap:])
+    elif more:
+        reason = "misfire_skipped" if policy == SKIP else "misfire_coalesced"
+        plan.skip.extend((t, reason) for t in fresh)
     elif policy == SKIP:
         latest = fresh[-1]
         on_time = now - latest <= timedelta(seconds=on_time_seconds)

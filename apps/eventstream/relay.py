@@ -143,5 +143,5 @@ def render(entry):
 def _redis():
     if _client["pid"] != os.getpid():
         _client.update(pid=os.getpid(), redis=redis.Redis.from_url(
-            settings.EVENT_STREAM_REDIS_URL, socket_connect_timeout=2, socket_timeout=5))
+            settings.EVENT_STREAM_REDIS_URL, **settings.REDIS_CLIENT_OPTIONS))
     return _client["redis"]

@@ -48,8 +48,10 @@ def queue_depths(queues):
 
 @lru_cache(maxsize=8)
 def broker_client(url, timeout=TIMEOUT_SECONDS):
-    """A Redis client for the broker at ``url`` (one per URL and timeout, reused)."""
-    return redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    """A Redis client for the broker at ``url`` (one per URL and timeout, reused): every
+    Redis client's options, with this caller's shorter timeouts."""
+    return redis.Redis.from_url(url, **{**settings.REDIS_CLIENT_OPTIONS, "socket_connect_timeout": timeout,
+                                        "socket_timeout": timeout})
 
 
 @lru_cache(maxsize=8)

@@ -130,10 +130,18 @@ def on_tick(hook):
     return hook
 
 
-def run_tick_hooks(now):
-    """Call every tick hook in registration order; each manages its own transactions."""
+def run_tick_hooks(now, on_error=None):
+    """Call every tick hook in registration order; each manages its own transactions.
+    With ``on_error(hook, exc)`` a hook that raises is handed there and the next hook is
+    called (the scheduler's loop logs and counts it: a hook never stops scheduling)."""
     for hook in list(_tick_hooks):
-        hook(now)
+        if on_error is None:
+            hook(now)
+            continue
+        try:
+            hook(now)
+        except Exception as exc:  # noqa: BLE001 - the caller decides what a failure means
+            on_error(hook, exc)
 
 
 # --- a worker's admission: the monthly quota (billing)
@@ -181,7 +189,7 @@ class _NoBeat:
     def __init__(self, kind):
         self.kind = kind
 
-    def beat(self, now=None, *, force=False):
+    def beat(self, now=None, *, force=False, skew_seconds=None):
         return False
 
     def stop(self):
@@ -199,6 +207,8 @@ class SchedulerReport:
     swept: Callable = _ignore  # (leases recovered, lost messages republished)
     backlog: Callable = _ignore  # (jobs due over a second and not claimed yet)
     exited: Callable = _ignore  # (): the process stops
+    clock_skew: Callable = _ignore  # (seconds): this process's clock minus the database's
+    loop_error: Callable = _ignore  # (part): a part of a tick raised; the loop went on
     heartbeat: Callable = _NoBeat  # (kind) -> an object with beat() and stop()
 
 

@@ -1,8 +1,21 @@
-"""The scheduler process: tick, publish, sweep, sleep; stop cleanly on SIGTERM/SIGINT."""
+"""The scheduler process: tick, publish, sweep, sleep; stop cleanly on SIGTERM/SIGINT.
+
+One clock (docs/architecture.md): each tick reads the database's time once and decides
+everything with it (claims, misfires, next runs, retries due, monitors); the sweeper reads
+it again before it judges leases. The process's own clock only paces the loop (sleeps,
+the dispatch-lag metric), so a skewed or jumping process clock cannot fire anything early
+or move a schedule; its skew is reported (apps/observability/clock.py).
+
+Only the claim decides whether a tick worked: a failure of the database there backs off.
+Every other part of a tick (the tick hooks such as the monitors' check, the event relay,
+retries, the sweep, the heartbeat) is guarded: its exception is logged and counted
+(``cronsvc_loop_errors_total{part}``) and job scheduling goes on.
+"""
 
 import logging
 import signal
 import statistics
+import threading
 import time
 from datetime import timedelta
 from dataclasses import dataclass
@@ -11,10 +24,10 @@ import redis
 from django.conf import settings
 from django.db import close_old_connections, connection
 from django.db.utils import DatabaseError, InterfaceError, OperationalError
-from django.utils import timezone
 
 from apps.eventstream import relay
 from apps.jobs.models import Job
+from apps.sql import clock as database_clock
 
 from . import broker_queues, hooks, publishing, sweeper
 from .overload import OverloadGate
@@ -34,12 +47,16 @@ class LoopState:
 
 
 class SchedulerLoop:
-    def __init__(self, *, batch_size=None, max_sleep=None, sweep_interval=None, clock=timezone.now):
+    def __init__(self, *, batch_size=None, max_sleep=None, sweep_interval=None, clock=None):
+        """``clock``: () -> the database's time, for tests (time passed in); by default
+        each tick reads it from the database (apps/sql/clock.py)."""
         self.batch_size = batch_size or settings.SCHEDULER_BATCH_SIZE
         self.max_sleep = settings.SCHEDULER_MAX_SLEEP if max_sleep is None else max_sleep
         self.sweep_interval = settings.SWEEPER_INTERVAL if sweep_interval is None else sweep_interval
         self.clock = clock
+        self.reading = None  # the last read of the database's time
         self.state = LoopState()
+        self._wake = threading.Event()  # set to stop: a sleeping loop wakes at once
         self.report = hooks.scheduler_report()  # observability's metrics and heartbeat
         self.heartbeat = self.report.heartbeat("scheduler")
         self.overload = OverloadGate()
@@ -51,6 +68,7 @@ class SchedulerLoop:
     def _request_stop(self, signum, frame):
         log.info("scheduler: signal %s received, stopping after this tick", signum)
         self.state.stopping = True
+        self._wake.set()
 
     def run(self, *, max_ticks=None):
         ticks = 0
@@ -70,22 +88,57 @@ class SchedulerLoop:
     def tick(self):
         """One round; returns True when the batch was full (more work is waiting)."""
         close_old_connections()
-        now = self.clock()
-        self.heartbeat.beat()  # at most every HEARTBEAT_INTERVAL seconds
+        reading = self._read_clock()
+        now = reading.at
+        # at most every HEARTBEAT_INTERVAL seconds
+        self._guarded("heartbeat", self.heartbeat.beat, now, skew_seconds=reading.skew_seconds)
         overloaded = self.overload.overloaded()
         result = claim_due(now, self.batch_size, overloaded)
         published = self._publish(result.to_publish)
         if result.claimed:
             self._log_tick(result, published)
-        self._publish_due_retries(now, overloaded)
-        hooks.run_tick_hooks(now)  # e.g. heartbeat monitors past their grace go late/down (decided once)
+        self._guarded("retries", self._publish_due_retries, now, overloaded)
+        # e.g. heartbeat monitors past their grace go late/down (decided once)
+        hooks.run_tick_hooks(now, on_error=self._hook_failed)
         # Dispatch first: while due jobs wait (a full batch) a tick publishes a few events,
         # the rest wait in the outbox until the burst has drained.
         backlogged = result.claimed >= self.batch_size
         batch = relay.BUSY_BATCH if backlogged else relay.BATCH
-        relayed = self._relay_events(batch)
-        self._maybe_sweep()
+        relayed = self._guarded("relay", self._relay_events, batch) or 0
+        self._guarded("sweep", self._maybe_sweep)
         return backlogged or relayed >= batch
+
+    def _read_clock(self):
+        """The database's time (or the test's), its skew reported."""
+        if self.clock is not None:
+            self.reading = database_clock.Reading(at=self.clock(), skew_seconds=0.0)
+            return self.reading
+        self.reading = database_clock.reading()
+        self.report.clock_skew(self.reading.skew_seconds)
+        return self.reading
+
+    def _now(self):
+        """The database's time now, estimated from the last read (pacing and metrics only)."""
+        return self.reading.now() if self.reading is not None else self._read_clock().at
+
+    def _guarded(self, part, function, *args, **kwargs):
+        """Call a part of the tick that must not stop scheduling: its exception is logged
+        and counted, and None returned."""
+        try:
+            return function(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - logged and counted; scheduling goes on
+            self._part_failed(part, exc)
+            return None
+
+    def _hook_failed(self, hook, exc):
+        self._part_failed(f"hook:{getattr(hook, '__module__', '?')}", exc)
+
+    def _part_failed(self, part, exc):
+        log.error("scheduler: %s failed (%s: %s); job scheduling goes on", part, exc.__class__.__name__, exc,
+                  exc_info=exc)
+        self.report.loop_error(part)
+        if isinstance(exc, (OperationalError, InterfaceError)):
+            connection.close_if_unusable_or_obsolete()  # a lost session: the next part reconnects
 
     @staticmethod
     def _relay_events(batch):
@@ -104,7 +157,7 @@ class SchedulerLoop:
         return publishing.publish(grouped)
 
     def _log_tick(self, result, published):
-        sent_at = self.clock()
+        sent_at = self._now()
         lags = sorted((sent_at - due_at).total_seconds() for _, _, due_at in result.to_publish)
         lag_p50 = statistics.median(lags) if lags else 0.0
         self.report.dispatched(lags, published)
@@ -125,7 +178,7 @@ class SchedulerLoop:
         if time.monotonic() - self.state.last_sweep < self.sweep_interval:
             return
         self.state.last_sweep = time.monotonic()
-        now = self.clock()
+        now = self._read_clock().at  # fresh: a lease is judged at the database's time
         recovered = sweeper.recover_expired_leases()  # on the database's clock
         lost = sweeper.stale(now, republish_after=settings.SWEEPER_REPUBLISH_AFTER,
                              idle_queues=self._idle_queues(), idle_after=settings.SWEEPER_REPUBLISH_IDLE_AFTER)
@@ -171,12 +224,13 @@ class SchedulerLoop:
         )
         if next_due is None:
             return self.max_sleep
-        return max(0.0, min(self.max_sleep, (next_due - self.clock()).total_seconds()))
+        return max(0.0, min(self.max_sleep, (next_due - self._now()).total_seconds()))
 
     def _sleep(self, seconds):
-        deadline = time.monotonic() + seconds
-        while not self.state.stopping and time.monotonic() < deadline:
-            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        """Wait ``seconds`` by the monotonic clock (an Event's wait: a stop wakes it, and
+        no absolute deadline is computed from a clock that might jump)."""
+        if not self.state.stopping and seconds > 0:
+            self._wake.wait(seconds)
 
     def _back_off(self, exc):
         self.state.failures += 1

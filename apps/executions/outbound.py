@@ -48,7 +48,8 @@ def http_session():
 
 @lru_cache(maxsize=1)
 def redis_client():
-    return redis.Redis.from_url(settings.REDIS_URL) if settings.REDIS_URL else None
+    """Limits, breakers and cancel flags: with the timeouts of every Redis client."""
+    return redis.Redis.from_url(settings.REDIS_URL, **settings.REDIS_CLIENT_OPTIONS) if settings.REDIS_URL else None
 
 
 class Guards:

@@ -10,7 +10,10 @@ time. The database holds them, so none is lost whatever happens to the processes
 
 The depths come from the broker (broker_queues.queue_depths: one pipelined LLEN per list
 on Redis, a passive declare per queue on RabbitMQ), read at most every
-OVERLOAD_CHECK_INTERVAL seconds per scheduler, so the hot path pays a set lookup.
+OVERLOAD_CHECK_INTERVAL seconds per scheduler, so the hot path pays a set lookup. When the
+broker cannot say (down, blackholed: each read waits out its timeout), the last answer is
+kept and the next read waits FAILED_READ_BACKOFF seconds, so an unreachable broker does not
+slow every tick by a timeout.
 """
 
 import logging
@@ -22,6 +25,8 @@ from . import broker_queues
 from .routing import base_queue
 
 log = logging.getLogger(__name__)
+
+FAILED_READ_BACKOFF = 15.0  # seconds before asking a broker that did not answer again
 
 
 class OverloadGate:
@@ -47,7 +52,9 @@ class OverloadGate:
         try:
             depths = self._depths()
         except Exception:  # noqa: BLE001 - the broker cannot say: keep the last answer
-            log.warning("overload: queue depths unavailable; keeping the last answer", exc_info=True)
+            log.warning("overload: queue depths unavailable; keeping the last answer for %.0fs", FAILED_READ_BACKOFF,
+                        exc_info=True)
+            self._checked_at = self._clock() + FAILED_READ_BACKOFF - self.interval
             return self._overloaded
         return overloaded_queues(depths, self.threshold)
 

@@ -15,11 +15,18 @@ instances; one INSERT writes the executions; one UPDATE advances the jobs. On
 PostgreSQL the query runs on a binary cursor and the two writes send their columns as
 binary arrays (``unnest``), so nothing is quoted into SQL text and nothing is decoded
 in Python that psycopg can decode in C. SQLite (embedded mode) keeps the ORM.
+
+``now`` is the database's time (the loop reads it once per tick: docs/architecture.md,
+"One clock"); nothing here reads the process's clock.
+
+A job that missed more than MAX_DUE_SCAN occurrences (its schedulers were down) is caught
+up MAX_DUE_SCAN occurrences a tick, oldest first, each recorded (skipped with its misfire
+reason, or run as its policy says): its ``next_run_at`` moves to the first occurrence not
+recorded yet, which is still due, so the next tick takes it again. None is dropped.
 """
 
 import logging
 import os
-import time
 import uuid
 from collections import namedtuple
 from dataclasses import dataclass, field
@@ -43,7 +50,7 @@ from .routing import queue_for
 
 log = logging.getLogger(__name__)
 
-#: how many due occurrences of one job a tick enumerates before jumping ahead.
+#: how many due occurrences of one job a tick records; the rest wait for the next tick.
 MAX_DUE_SCAN = 200
 #: a stalled scheduler (SIGSTOP, GC pause, lost network) must not sit on its locks:
 #: PostgreSQL aborts its transaction, the rows go to another scheduler, and the
@@ -162,7 +169,7 @@ def _process_batch(jobs, now, overloaded=frozenset()):
         expired = new_next is None
         updates.append((job.id, new_next, now if expired else None))
         result.expired += expired
-    ids = _uuid7s(len(rows))
+    ids = _uuid7s(len(rows), now)
     # An occurrence that already has its row (e.g. the job's jitter was edited so the
     # same occurrence came due again) is not inserted, counted or published again.
     inserted = _insert_executions(ids, rows, now)
@@ -184,11 +191,12 @@ def _process_batch(jobs, now, overloaded=frozenset()):
 def _occurrences_for(job, now, overloaded=frozenset()):
     """Rows to insert for one claimed job, and its next due time (None: no more)."""
     schedule = job_schedule(job)
-    due, following = _due_occurrences(job, schedule, now)
+    due, following, more = _due_occurrences(job, schedule, now)
     if job.org_suspended:
         # A suspended tenant's jobs stop firing; they resume at their next occurrence.
+        # (Past MAX_DUE_SCAN missed ones, ``following`` is still due: the next tick goes on.)
         return [], due_time(following, job)
-    if (len(due) == 1 and job.misfire_policy in (RUN_ONCE, RUN_ALL)
+    if (len(due) == 1 and not more and job.misfire_policy in (RUN_ONCE, RUN_ALL)
             and now - due[0] <= timedelta(seconds=job.misfire_grace_seconds)):
         # The common case, one occurrence within the grace window: both policies run it
         # (what plan_catch_up says too; ``skip`` has an on-time rule of its own).
@@ -196,7 +204,7 @@ def _occurrences_for(job, now, overloaded=frozenset()):
     else:
         plan = plan_catch_up(
             due, now=now, policy=job.misfire_policy, grace_seconds=job.misfire_grace_seconds,
-            on_time_seconds=settings.MISFIRE_ON_TIME_SECONDS,
+            on_time_seconds=settings.MISFIRE_ON_TIME_SECONDS, more=more,
         )
         runs, skips = plan.run, plan.skip
     runs, outside, deferred, following = apply_windows(job, schedule, runs, following)
@@ -223,27 +231,19 @@ def _deferred_to_opening(job, placed, queue, now):
 
 
 def _due_occurrences(job, schedule, now):
-    """Every occurrence due at ``now``, oldest first (bounded: see MAX_DUE_SCAN), and the
-    occurrence after the last of them (None: the schedule has ended)."""
+    """The occurrences due at ``now``, oldest first, at most MAX_DUE_SCAN of them; the
+    occurrence after the last of them (None: the schedule has ended); and whether that
+    one is due too (``more``: the next tick records it and what follows)."""
     start_at, end_at = job.start_at, job.end_at
-    first = occurrence_of(job.next_run_at, job)
-    due = [first]
-    while len(due) < MAX_DUE_SCAN:
+    due = [occurrence_of(job.next_run_at, job)]
+    while True:
         following = next_run(schedule, due[-1], start_at=start_at, end_at=end_at)
         if following is None or due_time(following, job) > now:
-            return due, following
+            return due, following, False
+        if len(due) >= MAX_DUE_SCAN:
+            log.info("job %s: more than %d occurrences due; the rest are recorded next tick", job.id, MAX_DUE_SCAN)
+            return due, following, True
         due.append(following)
-    # Down for very long: occurrences before the grace window are expired anyway, so
-    # enumerate from there rather than writing thousands of skipped rows.
-    log.warning("job %s: more than %d missed occurrences; older ones are not recorded", job.id, MAX_DUE_SCAN)
-    grace_start = now - timedelta(seconds=job.misfire_grace_seconds)
-    recent = next_run(schedule, max(grace_start, due[-1]), start_at=start_at, end_at=end_at)
-    tail = []
-    while recent is not None and due_time(recent, job) <= now and len(tail) < MAX_DUE_SCAN:
-        tail.append(recent)
-        recent = next_run(schedule, recent, start_at=start_at, end_at=end_at)
-    due = due[-1:] + tail
-    return due, next_run(schedule, due[-1], start_at=start_at, end_at=end_at)
 
 
 def _queued(job, at, queue, now):
@@ -254,11 +254,12 @@ def _skipped(job, at, reason, now):
     return _Row(job.id, job.organization_id, at, SKIPPED, reason, "", None, now, job.version)
 
 
-def _uuid7s(count):
+def _uuid7s(count, now):
     """``count`` new execution ids: UUIDv7 laid out as cronsvc.ids.uuid7 makes them (48-bit
     millisecond time, version 7, variant 0b10, 74 random bits), with one read of the
-    OS's random source for the batch instead of two per id."""
-    millis = int(time.time() * 1000) & ((1 << 48) - 1)
+    OS's random source for the batch instead of two per id. Their time is ``now`` (the
+    database's): ids order by creation whatever this process's clock says."""
+    millis = int(now.timestamp() * 1000) & ((1 << 48) - 1)
     head = millis << 80 | 0x7 << 76 | 0b10 << 62
     random_bytes = os.urandom(10 * count)
     ids = []

@@ -96,7 +96,7 @@ def cluster_can_sandbox():
 
 @lru_cache(maxsize=4)
 def _redis(url):
-    return redis.Redis.from_url(url)
+    return redis.Redis.from_url(url, **settings.REDIS_CLIENT_OPTIONS)
 
 
 _FIELDS = {"script_too_large": "source", "script_env": "env", "script_language": "language"}

@@ -1,6 +1,9 @@
 """The scheduler's monitor check (called from each tick of apps.executions.loop).
 
-Time is a parameter. Two statements per tick, both on partial indexes, both conditional
+Time is a parameter: the tick's ``now``, the database's time (docs/architecture.md, "One
+clock"), so a scheduler with a skewed clock never turns a monitor late or down early. A
+failure here is logged and counted by the loop (``cronsvc_loop_errors_total``) and never
+stops job scheduling. Two statements per tick, both on partial indexes, both conditional
 on the state they change, so any number of schedulers decide each change once:
 
 - up -> late: expected ping time passed, grace not yet (a conditional UPDATE; nobody is told);

@@ -30,12 +30,13 @@ class ObservabilityConfig(AppConfig):
         # The scheduler's metrics and heartbeat (taken once when its loop starts).
         from apps.executions.hooks import SchedulerReport, on_scheduler_report
 
+        from .clock import scheduler_skew
         from .heartbeats import Beat
 
         on_scheduler_report(SchedulerReport(
             dispatched=metrics.record_dispatch, retries_published=metrics.RETRIES_PUBLISHED.inc,
             swept=metrics.record_sweep, backlog=metrics.BACKLOG.set, exited=metrics.process_exited,
-            heartbeat=Beat,
+            heartbeat=Beat, clock_skew=scheduler_skew, loop_error=metrics.record_loop_error,
         ))
         # The admin index links to the operators' dashboard.
         admin.site.index_template = "observability/admin_index.html"

@@ -14,10 +14,10 @@ from django.contrib import admin
 from django.db.models import Count, Q
 from django.db.models.functions import TruncMinute
 from django.template.response import TemplateResponse
-from django.utils import timezone
 
 from apps.executions.broker_queues import known_queues, queue_depths
 from apps.executions.models import Attempt, Execution
+from apps.sql import clock
 from cronsvc.statuses import FAILED, RAN
 
 from . import heartbeats
@@ -89,6 +89,6 @@ def summary(now):
 
 def dashboard(request):
     """Staff only: wrapped in admin.site.admin_view in config/urls.py."""
-    context = {**admin.site.each_context(request), "title": "Operations", "now": timezone.now()}
+    context = {**admin.site.each_context(request), "title": "Operations", "now": clock.database_now()}
     context.update(summary(context["now"]))
     return TemplateResponse(request, "observability/dashboard.html", context)

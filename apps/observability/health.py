@@ -11,9 +11,11 @@ from django.apps import apps
 from django.db.migrations.recorder import MigrationRecorder
 
 from apps.executions.broker_queues import amqp_inspector, broker_client
+from apps.sql import clock
 from config.brokers import broker_kind
 
 from . import queries
+from .clock import report_skew, skewed
 
 log = logging.getLogger("cronsvc.health")
 
@@ -83,6 +85,30 @@ def run_checks():
             if name == "database":
                 _close_broken_connection()
     return results
+
+
+def web_clock():
+    """(the database's time, {"skew_seconds", "threshold_seconds", "skewed"}) for this web
+    process; the skew is reported (gauge, log warning) as any process's is."""
+    reading = clock.reading()
+    report_skew("web", reading.skew_seconds)
+    return reading, {"skew_seconds": round(reading.skew_seconds, 3),
+                     "threshold_seconds": settings.CLOCK_SKEW_WARN_SECONDS,
+                     "skewed": skewed(reading.skew_seconds)}
+
+
+def clock_warnings(web, processes):
+    """Readiness warnings: this web process's clock, and every live process's at its last
+    beat, off the database's by more than CLOCK_SKEW_WARN_SECONDS."""
+    warnings = []
+    if web["skewed"]:
+        warnings.append(f"clock_skew: this web process's clock is {web['skew_seconds']:+.3f}s off the database's")
+    for kind, rows in processes.items():
+        for row in rows:
+            if row["alive"] and row["clock_skewed"]:
+                warnings.append(f"clock_skew: {kind[:-1]} {row['name']}'s clock is {row['clock_skew_seconds']:+.3f}s "
+                                "off the database's")
+    return warnings
 
 
 def _close_broken_connection():

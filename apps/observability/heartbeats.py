@@ -1,5 +1,7 @@
 """Heartbeats of the long-running processes (schedulers, workers), shown by /readyz and
-the admin. Each process beats at most every HEARTBEAT_INTERVAL seconds."""
+the admin. Each process beats at most every HEARTBEAT_INTERVAL seconds, at the database's
+time (apps/sql/clock.py: a skewed process neither looks dead nor outlives its death), and
+carries the process's clock skew measured then (apps/observability/clock.py)."""
 
 import logging
 import os
@@ -10,8 +12,9 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import close_old_connections, connection
-from django.utils import timezone
+from apps.sql import clock
 
+from .clock import report_skew, skewed
 from .models import Heartbeat
 
 log = logging.getLogger("cronsvc.heartbeat")
@@ -34,19 +37,23 @@ class Beat:
         self.name = name or f"{self.hostname}:{self.pid}"
         self.key = f"{kind}:{self.hostname}:{self.pid}"
         self.detail = detail or {}
-        self.started_at = timezone.now()
+        self.started_at = None  # the database's time of the first beat
         self._next = 0.0
 
-    def beat(self, now=None, *, force=False):
+    def beat(self, now=None, *, force=False, skew_seconds=None):
+        """``now``: the database's time (read here when not given, with the skew)."""
         if not force and time.monotonic() < self._next:
             return False
         self._next = time.monotonic() + settings.HEARTBEAT_INTERVAL
-        now = now or timezone.now()
-        updated = Heartbeat.objects.filter(key=self.key).update(last_seen=now)
+        if now is None:
+            reading = clock.reading()
+            now, skew_seconds = reading.at, reading.skew_seconds
+        self.started_at = self.started_at or now
+        updated = Heartbeat.objects.filter(key=self.key).update(last_seen=now, clock_skew_seconds=skew_seconds)
         if not updated:
             Heartbeat.objects.update_or_create(key=self.key, defaults=dict(
                 kind=self.kind, name=self.name, hostname=self.hostname, pid=self.pid,
-                started_at=self.started_at, last_seen=now, detail=self.detail,
+                started_at=self.started_at, last_seen=now, detail=self.detail, clock_skew_seconds=skew_seconds,
             ))
             Heartbeat.objects.filter(last_seen__lt=now - PRUNE_AFTER).delete()
         return True
@@ -67,7 +74,9 @@ class WorkerBeat(threading.Thread):
         while not self._stopping.is_set():
             try:
                 close_old_connections()
-                self.heartbeat.beat(force=True)
+                reading = clock.reading()
+                report_skew("worker", reading.skew_seconds)
+                self.heartbeat.beat(reading.at, force=True, skew_seconds=reading.skew_seconds)
             except Exception:  # noqa: BLE001 - a missed beat is reported by its absence
                 log.warning("worker heartbeat failed", exc_info=True)
                 connection.close()
@@ -83,17 +92,22 @@ class WorkerBeat(threading.Thread):
 
 
 def snapshot(now=None):
-    """Every known process with its age and whether it is alive, grouped by kind."""
-    now = now or timezone.now()
+    """Every known process with its age, whether it is alive and its clock skew, grouped
+    by kind. ``now``: the database's time (read when not given)."""
+    now = now or clock.database_now()
     threshold = alive_after(now)
     groups = {"schedulers": [], "workers": []}
-    rows = Heartbeat.objects.order_by("kind", "name").values("kind", "name", "last_seen", "detail")[:200]
+    rows = Heartbeat.objects.order_by("kind", "name").values(
+        "kind", "name", "last_seen", "detail", "clock_skew_seconds")[:200]
     for row in rows:
+        skew = row["clock_skew_seconds"]
         groups["schedulers" if row["kind"] == Heartbeat.Kind.SCHEDULER else "workers"].append({
             "name": row["name"],
             "last_seen": row["last_seen"].isoformat(),
             "age_seconds": round((now - row["last_seen"]).total_seconds(), 1),
             "alive": row["last_seen"] >= threshold,
+            "clock_skew_seconds": None if skew is None else round(skew, 3),
+            "clock_skewed": skewed(skew),
             **({"queues": row["detail"]["queues"]} if "queues" in (row["detail"] or {}) else {}),
         })
     return groups

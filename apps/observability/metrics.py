@@ -65,6 +65,17 @@ HOOK_ERRORS = Counter(
     "Exceptions raised by a hook riding on run outcomes (logged; the outcome is recorded without it).",
     ["hook"],
 )
+LOOP_ERRORS = Counter(
+    "cronsvc_loop_errors_total",
+    "Parts of a scheduler tick that raised (logged) while job scheduling went on, by part "
+    "(hook:<module>, relay, retries, sweep, heartbeat).",
+    ["part"],
+)
+CLOCK_SKEW = Gauge(
+    "cronsvc_clock_skew_seconds",
+    "This process's clock minus the database's (positive: ahead), measured at its last read of the database's time.",
+    ["process"], multiprocess_mode="liveall",
+)
 API_LATENCY = Histogram(
     "cronsvc_http_request_duration_seconds", "Web and API request latency by route name, method and status.",
     ["endpoint", "method", "status"], buckets=API_BUCKETS,
@@ -106,6 +117,10 @@ def record_sweep(recovered, lost):
         SWEEPER_REPUBLISHES.labels("lease_expired").inc(recovered)
     if lost:
         SWEEPER_REPUBLISHES.labels("lost").inc(lost)
+
+
+def record_loop_error(part):
+    LOOP_ERRORS.labels(part).inc()
 
 
 def process_exited(pid=None):

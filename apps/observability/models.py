@@ -21,6 +21,8 @@ class Heartbeat(models.Model):
     started_at = models.DateTimeField()
     last_seen = models.DateTimeField(db_index=True)
     detail = models.JSONField(default=dict, blank=True)  # e.g. the worker's queues
+    # The process's clock minus the database's at its last beat (apps/observability/clock.py).
+    clock_skew_seconds = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["kind", "name"]

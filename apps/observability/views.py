@@ -13,7 +13,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from . import heartbeats
 from .collectors import BreakerStateCollector, QueueDepthCollector
-from .health import run_checks
+from .health import clock_warnings, run_checks, web_clock
 
 
 @never_cache
@@ -25,12 +25,17 @@ def healthz(request):
 @never_cache
 def readyz(request):
     """Readiness: database and broker reachable, migrations applied. The processes'
-    heartbeats are shown, not judged: a web process can serve without a live worker."""
+    heartbeats are shown, not judged: a web process can serve without a live worker. Clock
+    skew (this process's, and each live process's at its last beat) is a warning, not a
+    failure: the database's clock decides what is due, whatever a process's says."""
     checks = run_checks()
     ready = all(value == "ok" for value in checks.values())
-    body = {"status": "ok" if ready else "unavailable", "checks": checks}
-    if checks["migrations"] == "ok":  # the heartbeats table exists
-        body["processes"] = heartbeats.snapshot()
+    body = {"status": "ok" if ready else "unavailable", "checks": checks, "warnings": []}
+    if checks["database"] == "ok":
+        reading, body["clock"] = web_clock()
+        if checks["migrations"] == "ok":  # the heartbeats table exists
+            body["processes"] = heartbeats.snapshot(reading.at)
+        body["warnings"] = clock_warnings(body["clock"], body.get("processes", {}))
     return JsonResponse(body, status=200 if ready else 503)
 
 
