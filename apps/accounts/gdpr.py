@@ -22,7 +22,7 @@ from .services import record_audit
 
 log = logging.getLogger(__name__)
 # Never exported: secrets (encrypted fields are left out by type), key hashes, archives.
-NEVER_EXPORTED = {"salt", "secret_hash", "password", "archive"}
+NEVER_EXPORTED = {"salt", "secret_hash", "token_hash", "password", "archive"}
 EXPORT_FORMAT = 1
 EXPORT_CHUNK_SIZE = 2000
 _json = DjangoJSONEncoder().encode
