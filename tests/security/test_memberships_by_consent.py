@@ -86,3 +86,41 @@ def test_an_accepted_invitation_is_the_only_way_in(tenant, other_tenant, other_a
     assert client.post(link).status_code == 302
     assert Membership.objects.get(user=person, organization=other_tenant.organization).role == "viewer"
     assert Invitation.objects.get(organization=other_tenant.organization).accepted_by == person
+
+
+def test_direct_adds_nobody_could_use_become_invitations(tenant):
+    """Migration accounts.0010: the old path's passwordless, never signed-in members are
+    turned into expired invitations (resend gives them a link); real members stay."""
+    import importlib
+
+    from django.apps import apps
+    from guardian.shortcuts import assign_perm
+
+    from apps.api.accounts import invitations
+    from apps.projects.models import Project
+
+    migration = importlib.import_module("apps.accounts.migrations.0010_direct_adds_become_invitations")
+    other = Project.objects.create(organization=tenant.organization, name="Other", slug="other")
+    shell = User.objects.create_user(email="Shell@example.com")  # no password, never signed in
+    Membership.objects.create(user=shell, organization=tenant.organization, role="viewer", limited_to_projects=True)
+    assign_perm("projects.access_project", shell, other)
+    real = User.objects.create_user(email="real@example.com", password=PASSWORD)
+    Membership.objects.create(user=real, organization=tenant.organization, role="developer")
+    owner_shell = User.objects.create_user(email="owner-shell@example.com")
+    Membership.objects.create(user=owner_shell, organization=tenant.organization, role="owner")
+
+    migration.convert(apps, None)
+
+    assert not Membership.objects.filter(user=shell).exists()
+    assert not shell.has_perm("projects.access_project", other)
+    assert Membership.objects.filter(user=real).exists() and Membership.objects.filter(user=owner_shell).exists()
+    invitation = Invitation.objects.get(organization=tenant.organization, email="shell@example.com")
+    assert (invitation.role, invitation.status(), invitations.project_ids(invitation)) == (
+        "viewer", "expired", [str(other.pk)])
+    invitations.resend(invitation)  # the members page's Resend: a link that works
+    link = re.search(r"(/invitation/\S+/)", mail.outbox[-1].body).group(1)
+    client = Client()
+    assert client.post(link, {"new_password1": PASSWORD, "new_password2": PASSWORD}).status_code == 302
+    membership = Membership.objects.get(user=shell, organization=tenant.organization)
+    assert membership.role == "viewer" and membership.limited_to_projects
+    assert User.objects.get(pk=shell.pk).check_password(PASSWORD)
