@@ -107,19 +107,23 @@ class InvitationAdmin(admin.ModelAdmin):
         sent = 0
         for invitation in queryset.select_related("organization", "invited_by").filter(
                 accepted_at__isnull=True, revoked_at__isnull=True):
-            invitations.new_link(invitation)
-            services.record_audit(invitation.organization, "invitation.resend", target=invitation,
-                                  actor_user=request.user, data={"email": invitation.email, "by_operator": True})
+            invitations.new_link(invitation, audit=_operator_audit(request, invitation.organization))
             sent += 1
         self.message_user(request, f"Sent {sent} new invitation links.")
 
     @admin.action(description="Revoke the selected invitations")
     def revoke(self, request, queryset):
         for invitation in queryset.select_related("organization"):
-            if invitations.revoke(invitation):
-                services.record_audit(invitation.organization, "invitation.revoke", target=invitation,
-                                      actor_user=request.user, data={"email": invitation.email, "by_operator": True})
+            invitations.revoke(invitation, audit=_operator_audit(request, invitation.organization))
         self.message_user(request, "Revoked the selected invitations.")
+
+
+def _operator_audit(request, organization):
+    def record(action, target, data):
+        services.record_audit(organization, action, target=target, actor_user=request.user,
+                              data={**data, "by_operator": True})
+
+    return record
 
 
 @admin.register(ApiKey)

@@ -38,6 +38,8 @@ def test_invite_lists_and_reads(api, tenant):
     assert api.get(f"/api/v1/invitations/{body['id']}/").json()["email"] == "new@example.com"
     assert api.get("/api/v1/invitations/?status=accepted").json()["results"] == []
     assert len(api.get("/api/v1/invitations/?status=pending").json()["results"]) == 1
+    wrong = api.get("/api/v1/invitations/?status=sideways")
+    assert wrong.status_code == 400 and error_of(wrong)["code"] == "invalid_choice"
     event = AuditEvent.objects.get(organization=tenant.organization, action="invitation.create")
     assert event.target_id == body["id"] and event.data["email"] == "new@example.com"
 

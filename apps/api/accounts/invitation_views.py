@@ -7,6 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.response import Response
 
 from apps.accounts.models import Invitation
@@ -58,8 +59,13 @@ class InvitationViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveMode
     def get_queryset(self):
         queryset = (Invitation.objects.for_organization(self.actor.organization)
                     .select_related("invited_by", "organization").order_by("-created_at", "-pk"))
-        wanted = _status_filter(self.request.query_params.get("status"), timezone.now())
-        return queryset.filter(wanted) if wanted is not None and self.action == "list" else queryset
+        wanted = self.request.query_params.get("status")
+        if self.action != "list" or wanted is None:
+            return queryset
+        if wanted not in Invitation.Status.values:
+            raise ValidationError({"status": [ErrorDetail(
+                f"Give one of {', '.join(Invitation.Status.values)}.", code="invalid_choice")]})
+        return queryset.filter(_status_filter(wanted, timezone.now()))
 
     def create(self, request, *args, **kwargs):
         invitation = create_invitation(self, request.data)
@@ -70,8 +76,7 @@ class InvitationViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveMode
         invitation = self.get_object()
         EmptySerializer(data=request.data or {}).is_valid(raise_exception=True)
         require_owner_for(self.actor, invitation.role)
-        invitations.resend(invitation)
-        self.audit("invitation.resend", invitation, {"email": invitation.email, "send_count": invitation.send_count})
+        invitations.resend(invitation, audit=self.audit)
         return Response(self.get_serializer(invitation).data)
 
     @action(detail=True, methods=["post"])
@@ -79,6 +84,5 @@ class InvitationViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveMode
         invitation = self.get_object()
         EmptySerializer(data=request.data or {}).is_valid(raise_exception=True)
         require_owner_for(self.actor, invitation.role)
-        if invitations.revoke(invitation):
-            self.audit("invitation.revoke", invitation, {"email": invitation.email})
+        invitations.revoke(invitation, audit=self.audit)
         return Response(self.get_serializer(invitation).data)

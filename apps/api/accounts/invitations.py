@@ -56,10 +56,15 @@ def spend_quota(organization, email):
             raise TooManyInvitations(ratelimit.count(name, ident, window=WINDOW)[1], scope)
 
 
-def invite(organization, *, email, role, project_ids, invited_by=None, now=None):
+def _no_audit(action, target, data):
+    return None
+
+
+def invite(organization, *, email, role, project_ids, invited_by=None, audit=_no_audit, now=None):
     """A pending invitation, e-mailed. Raises AlreadyMember (409: the address is a member of
     this organization, which its managers see anyway), AlreadyInvited (409) or
-    TooManyInvitations (429)."""
+    TooManyInvitations (429). ``audit(action, target, data)`` writes the audit event in the
+    invitation's transaction (both commit, or neither); the e-mail leaves after it."""
     now = now or timezone.now()
     email = normalize(email)
     if Membership.objects.for_organization(organization).filter(user__email__iexact=email).exists():
@@ -82,26 +87,27 @@ def invite(organization, *, email, role, project_ids, invited_by=None, now=None)
                 limited_to_projects=project_ids is not None)
             if project_ids:
                 invitation.projects.set(project_ids)
+            audit("invitation.create", invitation, {"email": email, "role": role, "projects": project_ids})
     except IntegrityError:  # the same address invited twice at once
         raise AlreadyInvited() from None
     links.send(invitation, token)
     return invitation
 
 
-def resend(invitation, *, now=None):
+def resend(invitation, *, audit=_no_audit, now=None):
     """A new link valid for another 7 days (the old one stops working). Pending or expired
     invitations only."""
     if invitation.accepted_at is not None or invitation.revoked_at is not None:
         raise InvitationClosed()
     spend_quota(invitation.organization, invitation.email)
-    return links.new_link(invitation, now)
+    return links.new_link(invitation, audit=audit, now=now)
 
 
-def revoke(invitation, *, now=None):
+def revoke(invitation, *, audit=_no_audit, now=None):
     """Withdraw a pending (or expired) invitation. False when it was revoked already."""
     if invitation.accepted_at is not None:
         raise InvitationClosed("This invitation was accepted already: remove the member instead.")
-    return links.revoke(invitation, now)
+    return links.revoke(invitation, audit=audit, now=now)
 
 
 def project_ids(invitation):
@@ -112,7 +118,7 @@ def project_ids(invitation):
 
 
 @transaction.atomic
-def accept(invitation, user, *, now=None):
+def accept(invitation, user, *, audit=_no_audit, now=None):
     """Make ``user`` (signed in as the invited address: the caller checked) a member.
     Returns (membership, created); raises ValueError with the refusal code when the link
     is no longer usable (checked again under the row's lock: a link works once)."""
@@ -135,4 +141,5 @@ def accept(invitation, user, *, now=None):
         granted = list(project_model().objects.for_organization(invitation.organization)
                        .filter(pk__in=granted).values_list("pk", flat=True))
     set_member_projects(membership, granted)
+    audit("invitation.accept", invitation, {"email": invitation.email, "role": membership.role})
     return membership, True

@@ -120,12 +120,8 @@ def create_invitation(view, data):
     serializer.is_valid(raise_exception=True)
     data = serializer.validated_data
     require_owner_for(view.actor, data.get("role"))
-    invitation = invitations.invite(view.actor.organization, email=data["email"],
-                                    role=data.get("role", Role.DEVELOPER), project_ids=data.get("projects"),
-                                    invited_by=view.actor.user)
-    view.audit("invitation.create", invitation, {"email": invitation.email, "role": invitation.role,
-                                                 "projects": invitations.project_ids(invitation)})
-    return invitation
+    return invitations.invite(view.actor.organization, email=data["email"], role=data.get("role", Role.DEVELOPER),
+                              project_ids=data.get("projects"), invited_by=view.actor.user, audit=view.audit)
 
 
 class AuditEventFilter(django_filters.FilterSet):

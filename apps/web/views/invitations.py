@@ -68,18 +68,18 @@ def _may_choose_password(account):
 
 
 def _accept(request, invitation, user, *, new_account=False):
+    def record(action, target, data):
+        record_audit(invitation.organization, action, target=target, actor_user=user,
+                     data={**data, "new_account": new_account}, ip=client_ip(request))
+
     try:
-        membership, created = invitations.accept(invitation, user)
+        membership, created = invitations.accept(invitation, user, audit=record)
     except ValueError as exc:  # used, revoked or expired in the meantime
         code = str(exc)
         status, message = next(((s, m) for c, s, m in links.REFUSALS.values() if c == code),
                                (403, "This invitation is for another e-mail address."))
         return _refused(request, code, status, message)
     organization = membership.organization
-    if created:
-        record_audit(organization, "invitation.accept", target=invitation, actor_user=user,
-                     data={"email": invitation.email, "role": membership.role, "new_account": new_account},
-                     ip=client_ip(request))
     if new_account:
         required_by = sso.password_login_refusal(user)
         if required_by is not None:  # the password is set, but this organization signs in with SSO

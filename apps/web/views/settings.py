@@ -220,12 +220,10 @@ def member_invite(request):
     try:
         invitation = invitation_rules.invite(request.actor.organization, email=data["email"],
                                              role=data.get("role", Role.DEVELOPER), project_ids=data.get("projects"),
-                                             invited_by=request.user)
+                                             invited_by=request.user, audit=partial(audit, request))
     except (Conflict, Throttled) as exc:
         return render(request, "web/settings/members.html",
                       _members_context(request, {"email": [str(exc.detail)]}, request.POST), status=exc.status_code)
-    audit(request, "invitation.create", invitation, {"email": invitation.email, "role": invitation.role,
-                                                     "projects": invitation_rules.project_ids(invitation)})
     messages.success(request, f"Invitation sent to {invitation.email} ({invitation.get_role_display().lower()}); "
                               "they become a member when they accept it.")
     return redirect("web:members")
@@ -243,11 +241,10 @@ def _invitation(request, pk):
 def invitation_resend(request, pk):
     invitation = _invitation(request, pk)
     try:
-        invitation_rules.resend(invitation)
+        invitation_rules.resend(invitation, audit=partial(audit, request))
     except (Conflict, Throttled) as exc:
         messages.error(request, str(exc.detail))
         return redirect("web:members")
-    audit(request, "invitation.resend", invitation, {"email": invitation.email, "send_count": invitation.send_count})
     messages.success(request, f"A new link was sent to {invitation.email}; the previous one no longer works.")
     return redirect("web:members")
 
@@ -257,12 +254,10 @@ def invitation_resend(request, pk):
 def invitation_revoke(request, pk):
     invitation = _invitation(request, pk)
     try:
-        revoked = invitation_rules.revoke(invitation)
+        invitation_rules.revoke(invitation, audit=partial(audit, request))
     except Conflict as exc:
         messages.error(request, str(exc.detail))
         return redirect("web:members")
-    if revoked:
-        audit(request, "invitation.revoke", invitation, {"email": invitation.email})
     messages.success(request, f"The invitation of {invitation.email} was revoked.")
     return redirect("web:members")
 
