@@ -4,6 +4,7 @@ from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from apps.api.accounts.gdpr_views import DataExportViewSet, OrganizationDeletionView
+from apps.api.accounts.invitation_views import InvitationViewSet
 from apps.api.accounts.views import ApiKeyViewSet, AuditEventViewSet, MemberViewSet
 from apps.archives.api import ArchiveViewSet
 from apps.billing.api import UsageView
@@ -27,6 +28,7 @@ router.register("dead-letter", DeadLetterViewSet, basename="dead-letter")
 router.register("workflow-runs", WorkflowRunViewSet, basename="workflow-run")
 router.register("api-keys", ApiKeyViewSet, basename="api-key")
 router.register("members", MemberViewSet, basename="member")
+router.register("invitations", InvitationViewSet, basename="invitation")
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
 router.register("organization/exports", DataExportViewSet, basename="organization-export")
 router.register("archives", ArchiveViewSet, basename="archive")

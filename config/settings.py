@@ -579,6 +579,10 @@ SPECTACULAR_SETTINGS = {
 }
 # API keys one client IP may create per hour (on top of the per-key request quota).
 API_KEY_CREATE_PER_IP_PER_HOUR = env_int("API_KEY_CREATE_PER_IP_PER_HOUR", 20)
+# Invitation e-mails (new and resent) an organization sends per hour, and per address
+# within one organization (apps.api.accounts.invitations).
+INVITATIONS_PER_ORGANIZATION_PER_HOUR = env_int("INVITATIONS_PER_ORGANIZATION_PER_HOUR", 30)
+INVITATIONS_PER_ADDRESS_PER_HOUR = env_int("INVITATIONS_PER_ADDRESS_PER_HOUR", 3)
 # Request quotas are counted in Redis so every web process shares them; embedded mode
 # (no REDIS_URL) counts per process.
 CACHES = {

@@ -4,9 +4,9 @@ from django.contrib.admin.helpers import ActionForm
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from . import services
-from .models import (ApiKey, AuditEvent, EncryptedTOTPDevice, ErasedOrganization, Membership, Organization,
-                     OrganizationSSO, SSOIdentity, User, plan_model)
+from . import invitations, services
+from .models import (ApiKey, AuditEvent, EncryptedTOTPDevice, ErasedOrganization, Invitation, Membership,
+                     Organization, OrganizationSSO, SSOIdentity, User, plan_model)
 
 
 @admin.register(User)
@@ -75,6 +75,55 @@ class MembershipAdmin(admin.ModelAdmin):
     search_fields = ["user__email", "organization__name"]
     list_select_related = ["user", "organization"]
     raw_id_fields = ["user", "organization"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Invitations are made on the members page or through the API (they are e-mailed);
+    operators read, resend and revoke them here. The token is never shown (only its hash is kept)."""
+
+    list_display = ["email", "organization", "role", "status_now", "invited_by", "created_at", "expires_at",
+                    "accepted_at", "revoked_at"]
+    list_filter = ["role"]
+    search_fields = ["email", "organization__name", "organization__slug"]
+    list_select_related = ["organization", "invited_by"]
+    fields = ["email", "organization", "role", "limited_to_projects", "invited_by", "created_at", "expires_at",
+              "last_sent_at", "send_count", "accepted_at", "accepted_by", "revoked_at"]
+    readonly_fields = fields
+    actions = ["resend", "revoke"]
+
+    @admin.display(description="status")
+    def status_now(self, obj):
+        return obj.status().label
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Resend: e-mail a new link (the old one stops working)")
+    def resend(self, request, queryset):
+        sent = 0
+        for invitation in queryset.select_related("organization", "invited_by").filter(
+                accepted_at__isnull=True, revoked_at__isnull=True):
+            invitations.new_link(invitation, audit=_operator_audit(request, invitation.organization))
+            sent += 1
+        self.message_user(request, f"Sent {sent} new invitation links.")
+
+    @admin.action(description="Revoke the selected invitations")
+    def revoke(self, request, queryset):
+        for invitation in queryset.select_related("organization"):
+            invitations.revoke(invitation, audit=_operator_audit(request, invitation.organization))
+        self.message_user(request, "Revoked the selected invitations.")
+
+
+def _operator_audit(request, organization):
+    def record(action, target, data):
+        services.record_audit(organization, action, target=target, actor_user=request.user,
+                              data={**data, "by_operator": True})
+
+    return record
 
 
 @admin.register(ApiKey)

@@ -25,7 +25,7 @@ from .services import record_audit
 log = logging.getLogger(__name__)
 # Never exported: key hashes, archives. Secret fields (those the registry of secrets,
 # cronsvc.secrets, declares) are exported masked: which secret, never its value.
-NEVER_EXPORTED = {"salt", "secret_hash", "password", "archive"}
+NEVER_EXPORTED = {"salt", "secret_hash", "token_hash", "password", "archive"}
 EXPORT_FORMAT = 1
 EXPORT_CHUNK_SIZE = 2000
 _json = DjangoJSONEncoder().encode

@@ -114,6 +114,60 @@ class Membership(models.Model):
         return f"{self.user} in {self.organization} ({self.role})"
 
 
+class Invitation(models.Model):
+    """An offer of membership sent to an e-mail address (apps.accounts.invitations).
+
+    No membership exists until the person signed in as that address accepts it: an
+    organization can never make someone's account a member on its own. The link's token
+    is stored only as its SHA-256; a resend mints a new token (the old link stops working)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        REVOKED = "revoked", "Revoked"
+        EXPIRED = "expired", "Expired"
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField("e-mail address", max_length=254)
+    role = models.CharField(max_length=20, choices=Membership.Role.choices, default=Membership.Role.DEVELOPER)
+    # As on Membership: True limits the future member to ``projects`` (developers and viewers).
+    limited_to_projects = models.BooleanField(default=False)
+    projects = models.ManyToManyField("projects.Project", blank=True, related_name="+")
+    invited_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    token_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the link's token.")
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    last_sent_at = models.DateTimeField(default=timezone.now)
+    send_count = models.PositiveIntegerField(default=1)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = tenant_manager("organization")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # One open (neither accepted nor revoked) invitation per address and organization.
+            models.UniqueConstraint(fields=["organization", "email"],
+                                    condition=models.Q(accepted_at__isnull=True, revoked_at__isnull=True),
+                                    name="invitation_one_open_per_address"),
+        ]
+
+    def __str__(self):
+        return f"{self.email} to {self.organization} ({self.role})"
+
+    def status(self, now=None):
+        if self.accepted_at is not None:
+            return self.Status.ACCEPTED
+        if self.revoked_at is not None:
+            return self.Status.REVOKED
+        if self.expires_at <= (now or timezone.now()):
+            return self.Status.EXPIRED
+        return self.Status.PENDING
+
+
 class ApiKey(models.Model):
     """A hashed API key; the full key is shown once, at creation."""
 

@@ -6,7 +6,7 @@ from apps.billing import views as billing_views
 from apps.notifications import views as notification_views
 from apps.workflows import views as workflow_views
 
-from .views import auth, jobs, operations, sso
+from .views import auth, invitations, jobs, operations, sso
 from .views import runs
 from .views import settings as settings_views
 
@@ -21,7 +21,7 @@ urlpatterns = [
     path("password-reset/sent/", auth.password_reset_done, name="password_reset_done"),
     path("password-reset/<uidb64>/<token>/", auth.password_reset_confirm, name="password_reset_confirm"),
     path("password-reset/done/", auth.password_reset_complete, name="password_reset_complete"),
-    path("invitation/<uidb64>/<token>/", auth.accept_invitation, name="invitation"),
+    path("invitation/<str:token>/", invitations.accept, name="invitation"),
     path("sso/", sso.sso_login, name="sso_login"),
     path("sso/callback/", sso.sso_callback, name="sso_callback"),
     # jobs
@@ -58,6 +58,8 @@ urlpatterns = [
     path("settings/members/invite/", settings_views.member_invite, name="member_invite"),
     path("settings/members/<uuid:user_id>/role/", settings_views.member_change, name="member_change"),
     path("settings/members/<uuid:user_id>/remove/", settings_views.member_remove, name="member_remove"),
+    path("settings/invitations/<uuid:pk>/resend/", settings_views.invitation_resend, name="invitation_resend"),
+    path("settings/invitations/<uuid:pk>/revoke/", settings_views.invitation_revoke, name="invitation_revoke"),
     path("settings/api-keys/", settings_views.api_keys, name="api_keys"),
     path("settings/api-keys/new/", settings_views.api_key_create, name="api_key_create"),
     path("settings/api-keys/<uuid:pk>/revoke/", settings_views.api_key_revoke, name="api_key_revoke"),

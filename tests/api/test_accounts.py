@@ -87,24 +87,38 @@ def test_key_creation_is_throttled_per_ip(api, settings):
 # --- members
 
 
+def join(tenant, email, role="developer"):
+    """A person who accepted an invitation to the tenant (the only way to become a member)."""
+    from apps.api.accounts import invitations
+
+    user = User.objects.filter(email=email).first() or User.objects.create_user(email=email, password="pw-12345-x")
+    invitation = invitations.invite(tenant.organization, email=email, role=role, project_ids=None)
+    return invitations.accept(invitation, user)[0]
+
+
 def test_invite_change_and_remove(api, tenant):
     response = api.post("/api/v1/members/", {"email": "new@example.com", "role": "developer"})
-    assert response.status_code == 201, response.json()
-    member = response.json()
-    assert (member["email"], member["role"], member["projects"]) == ("new@example.com", "developer", None)
-    user = User.objects.get(email="new@example.com")
-    assert member["id"] == str(user.pk)
-    changed = api.patch(f"/api/v1/members/{member['id']}/", {"role": "viewer"}).json()
+    assert response.status_code == 202, response.json()
+    invitation = response.json()
+    assert (invitation["email"], invitation["role"], invitation["projects"], invitation["status"]) == (
+        "new@example.com", "developer", None, "pending")
+    assert not Membership.objects.filter(organization=tenant.organization, user__email="new@example.com").exists()
+    user = join(tenant, "changed@example.com").user
+    changed = api.patch(f"/api/v1/members/{user.pk}/", {"role": "viewer"}).json()
     assert changed["role"] == "viewer"
-    assert api.delete(f"/api/v1/members/{member['id']}/").status_code == 204
+    assert api.delete(f"/api/v1/members/{user.pk}/").status_code == 204
     assert not Membership.objects.filter(user=user).exists()
     actions = set(AuditEvent.objects.filter(organization=tenant.organization).values_list("action", flat=True))
-    assert {"member.invite", "member.update", "member.remove"} <= actions
+    assert {"invitation.create", "member.update", "member.remove"} <= actions
 
 
-def test_inviting_twice_is_a_conflict(api):
+def test_inviting_twice_is_a_conflict(api, tenant):
     api.post("/api/v1/members/", {"email": "dup@example.com"})
     response = api.post("/api/v1/members/", {"email": "DUP@example.com"})
+    assert response.status_code == 409
+    assert error_of(response)["code"] == "already_invited"
+    join(tenant, "member@example.com")
+    response = api.post("/api/v1/members/", {"email": "Member@example.com"})
     assert response.status_code == 409
     assert error_of(response)["code"] == "already_member"
 
@@ -133,7 +147,7 @@ def test_only_owners_touch_owners(tenant, member_client):
     assert admin.post("/api/v1/members/", {"email": "o@example.com", "role": "owner"}).status_code == 403
     assert admin.patch(f"/api/v1/members/{tenant.owner.pk}/", {"role": "viewer"}).status_code == 403
     assert admin.delete(f"/api/v1/members/{tenant.owner.pk}/").status_code == 403
-    assert admin.post("/api/v1/members/", {"email": "d@example.com", "role": "developer"}).status_code == 201
+    assert admin.post("/api/v1/members/", {"email": "d@example.com", "role": "developer"}).status_code == 202
 
 
 def test_the_last_owner_stays(tenant, member_client):
@@ -142,7 +156,7 @@ def test_the_last_owner_stays(tenant, member_client):
     assert response.status_code == 409
     assert error_of(response)["code"] == "last_owner"
     assert owner.delete(f"/api/v1/members/{tenant.owner.pk}/").status_code == 409
-    owner.post("/api/v1/members/", {"email": "second@example.com", "role": "owner"})
+    join(tenant, "second@example.com", role="owner")
     assert owner.patch(f"/api/v1/members/{tenant.owner.pk}/", {"role": "admin"}).status_code == 200
 
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from apps.accounts.models import AuditEvent
+from apps.accounts.models import AuditEvent, Invitation
 from apps.jobs.models import Job
 from apps.jobs.services import pause_job
 from apps.projects.models import Project
@@ -123,6 +123,11 @@ CREATES_REFUSED_AT_THE_AUDIT = {
                             lambda t: not Project.objects.filter(name="New one").exists()),
     "page job create": (lambda c, t: c.post("/jobs/new/", job_form(t, name="New one")),
                         lambda t: not Job.objects.filter(name="New one").exists()),
+    "api invitation create": (lambda c, t: c.post("/api/v1/invitations/", {"email": "new-one@example.com"},
+                                                  format="json"),
+                              lambda t: not Invitation.objects.filter(email="new-one@example.com").exists()),
+    "page invitation create": (lambda c, t: c.post("/settings/members/invite/", {"email": "new-one@example.com"}),
+                               lambda t: not Invitation.objects.filter(email="new-one@example.com").exists()),
 }
 
 

@@ -6,6 +6,7 @@ from apps.accounts.models import AuditEvent, Membership, User
 from apps.executions.models import Execution
 from apps.projects.models import Project
 from apps.accounts.apikeys import create_api_key
+from apps.api.accounts import invitations
 from tests.api.conftest import error_of, job_body, key_client
 from tests.conftest import utc
 
@@ -25,8 +26,9 @@ def world(tenant, make_job):
     user = User.objects.create_user(email="target@example.com")
     Membership.objects.create(user=user, organization=tenant.organization, role="developer")
     event = AuditEvent.objects.create(organization=tenant.organization, action="x")
+    invitation = invitations.invite(tenant.organization, email="invited@example.com", role="viewer", project_ids=None)
     return {"project": tenant.project.pk, "empty": empty.pk, "job": job.pk, "execution": dead.pk,
-            "key": key.pk, "member": user.pk, "event": event.pk, "tenant": tenant}
+            "key": key.pk, "member": user.pk, "event": event.pk, "invitation": invitation.pk, "tenant": tenant}
 
 
 def job_put_body(world):
@@ -67,7 +69,12 @@ ACTIONS = [
     ("revoke api key", "post", "/api/v1/api-keys/{key}/revoke/", None, A, 200),
     ("list members", "get", "/api/v1/members/", None, A, 200),
     ("read member", "get", "/api/v1/members/{member}/", None, A, 200),
-    ("invite member", "post", "/api/v1/members/", {"email": "new@example.com"}, A, 201),
+    ("invite member", "post", "/api/v1/members/", {"email": "new@example.com"}, A, 202),
+    ("list invitations", "get", "/api/v1/invitations/", None, A, 200),
+    ("read invitation", "get", "/api/v1/invitations/{invitation}/", None, A, 200),
+    ("invite", "post", "/api/v1/invitations/", {"email": "new2@example.com"}, A, 201),
+    ("resend invitation", "post", "/api/v1/invitations/{invitation}/resend/", None, A, 200),
+    ("revoke invitation", "post", "/api/v1/invitations/{invitation}/revoke/", None, A, 200),
     ("change member", "patch", "/api/v1/members/{member}/", {"role": "viewer"}, A, 200),
     ("remove member", "delete", "/api/v1/members/{member}/", None, A, 204),
     ("list audit events", "get", "/api/v1/audit-events/", None, A, 200),

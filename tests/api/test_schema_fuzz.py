@@ -20,11 +20,12 @@ from apps.accounts.models import AuditEvent, DataExport, Membership, User
 from apps.executions.models import Execution
 from apps.monitors.services import create_monitor
 from apps.accounts.apikeys import create_api_key
+from apps.api.accounts import invitations
 from tests.conftest import utc
 
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
-RESOURCES = ["projects", "jobs", "schedules", "executions", "dead-letter", "api-keys", "members", "audit-events",
-             "organization", "workflow-runs", "monitors"]
+RESOURCES = ["projects", "jobs", "schedules", "executions", "dead-letter", "api-keys", "members", "invitations",
+             "audit-events", "organization", "workflow-runs", "monitors"]
 # Resources whose fuzzing lives beside their own tests (each imports this module's fixtures).
 FUZZED_ELSEWHERE = {
     "channels": "tests/notifications/test_schema_fuzz.py",
@@ -49,11 +50,13 @@ def world(make_tenant, make_job):
     member = User.objects.create_user(email="fuzz-member@example.com")
     Membership.objects.create(user=member, organization=tenant.organization, role="developer")
     event = AuditEvent.objects.create(organization=tenant.organization, action="seed")
+    invitation = invitations.invite(tenant.organization, email="fuzz-invitee@example.com", role="viewer",
+                                    project_ids=None)
     export = DataExport.objects.create(organization=tenant.organization)
     monitor = create_monitor(project=tenant.project, name="backup", schedule_type="interval",
                              interval_seconds=3600, grace_seconds=600)
     ids = {"projects": tenant.project.pk, "jobs": job.pk, "executions": dead.pk, "dead-letter": dead.pk,
-           "api-keys": spare_key.pk, "members": member.pk, "audit-events": event.pk,
+           "api-keys": spare_key.pk, "members": member.pk, "invitations": invitation.pk, "audit-events": event.pk,
            "organization": export.pk, "workflow-runs": dead.pk, "monitors": monitor.pk}
     return tenant, {name: str(pk) for name, pk in ids.items()}
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from apps.accounts.models import AuditEvent, Membership, User
+from apps.accounts.models import AuditEvent, Invitation, Membership, User
+from apps.api.accounts import invitations
 from apps.executions.models import Execution
 from apps.jobs.models import Job
 from apps.projects.models import Project
@@ -21,8 +22,10 @@ def theirs(other_tenant, make_job):
     user = User.objects.create_user(email="their-dev@example.com")
     Membership.objects.create(user=user, organization=other_tenant.organization, role="developer")
     event = AuditEvent.objects.create(organization=other_tenant.organization, action="x")
+    invitation = invitations.invite(other_tenant.organization, email="their-invitee@example.com", role="viewer",
+                                    project_ids=None)
     return {"project": other_tenant.project.pk, "job": job.pk, "execution": dead.pk, "key": key.pk,
-            "member": user.pk, "event": event.pk}
+            "member": user.pk, "event": event.pk, "invitation": invitation.pk}
 
 
 DETAIL_REQUESTS = [
@@ -53,6 +56,9 @@ DETAIL_REQUESTS = [
     ("put", "/api/v1/members/{member}/"),
     ("delete", "/api/v1/members/{member}/"),
     ("get", "/api/v1/audit-events/{event}/"),
+    ("get", "/api/v1/invitations/{invitation}/"),
+    ("post", "/api/v1/invitations/{invitation}/resend/"),
+    ("post", "/api/v1/invitations/{invitation}/revoke/"),
 ]
 
 
@@ -63,6 +69,8 @@ def snapshot(organization):
         Execution.objects.for_organization(organization).count(),
         sorted(Membership.objects.for_organization(organization).values_list("user_id", "role")),
         sorted(str(k) for k in organization.api_keys.filter(revoked_at__isnull=True).values_list("pk", flat=True)),
+        sorted(Invitation.objects.for_organization(organization).values_list(
+            "pk", "token_hash", "expires_at", "revoked_at", "accepted_at")),
     )
 
 
@@ -85,6 +93,8 @@ def test_their_ids_in_bodies_are_unknown(tenant, theirs, api, member_client):
     owner = member_client(tenant, "owner")
     assert owner.post("/api/v1/members/", {"email": "a@example.com", "projects": [str(theirs["project"])]}) \
         .status_code == 400
+    assert owner.post("/api/v1/invitations/", {"email": "b@example.com", "projects": [str(theirs["project"])]}) \
+        .status_code == 400
     response = api.post("/api/v1/dead-letter/replay/", {"ids": [str(theirs["execution"])]})
     assert response.status_code == 404
     assert not Execution.objects.filter(replay_of=theirs["execution"]).exists()
@@ -92,7 +102,7 @@ def test_their_ids_in_bodies_are_unknown(tenant, theirs, api, member_client):
 
 @pytest.mark.parametrize("path", [
     "/api/v1/projects/", "/api/v1/jobs/", "/api/v1/executions/", "/api/v1/dead-letter/", "/api/v1/api-keys/",
-    "/api/v1/members/", "/api/v1/audit-events/",
+    "/api/v1/members/", "/api/v1/audit-events/", "/api/v1/invitations/",
 ])
 def test_lists_hold_only_our_rows(tenant, theirs, api, path):
     response = api.get(path)

@@ -62,7 +62,8 @@ def test_export_holds_everything_but_secrets(make_tenant, django_capture_on_comm
     assert "job.create" in {row["action"] for row in tables["accounts.AuditEvent"]}
     assert a["project"].name in {row["name"] for row in tables["projects.Project"]}
     text = json.dumps(data)
-    for secret in (SECRET_TOKEN, SECRET_HEADER, a["api_key"].secret_hash):
+    assert a["invitation"].email in {row["email"] for row in tables["accounts.Invitation"]}
+    for secret in (SECRET_TOKEN, SECRET_HEADER, a["api_key"].secret_hash, a["invitation"].token_hash):
         assert secret not in text
     # Secret fields are exported masked (cronsvc.secrets): which secret, never its value.
     assert {row["signing_secrets"] for row in tables["projects.Project"]} == {"••••"}

@@ -37,6 +37,7 @@ RESOURCES = {
     "workflow-runs": "execution",  # a workflow run is read through its executions
     "api-keys": "api_key",
     "members": "member",
+    "invitations": "invitation",
     "audit-events": "audit_event",
     "exports": "export",
     "badges": "badge",

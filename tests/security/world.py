@@ -13,6 +13,7 @@ from apps.accounts.models import AuditEvent, DataExport, Membership, User
 from apps.executions.models import Attempt, Execution
 from apps.jobs.models import Job
 from apps.accounts.apikeys import create_api_key
+from apps.api.accounts import invitations
 
 SECRET_TOKEN = "tok-SECRET-bearer-0b9a"
 SECRET_HEADER = "hdr-SECRET-apikey-77c1"
@@ -69,7 +70,10 @@ def build_world(make_tenant):
     audit = AuditEvent.objects.create(organization=org, action="job.create", target_type="jobs.job",
                                       target_id=str(job.pk), data={"name": job.name})
     export = DataExport.objects.create(organization=org, status=DataExport.Status.READY, archive=b"x")
+    invitation = invitations.invite(org, email=f"alpha-invitee-{tag}@example.com", role="viewer", project_ids=None,
+                                    invited_by=a.owner)
     objects = {"organization": org, "project": project, "job": job, "execution": execution, "member": member,
+               "invitation": invitation,
                "api_key": api_key, "audit_event": audit, "export": export, "owner": a.owner}
     _optional(objects, "channel", lambda: _channel(org, project, tag))
     _optional(objects, "notification", lambda: _notification(org, project, job, tag))
@@ -79,7 +83,7 @@ def build_world(make_tenant):
     _optional(objects, "monitor", lambda: _monitor(project, tag))
     _optional(objects, "archive", lambda: _archive(org, tag))
     markers = [org.name, org.slug, project.name, job.name, f"alpha-{tag}.example.com", f"alpha-plain-{tag}",
-               f"alpha-response-{tag}", a.owner.email, member.email, f"Alpha key {tag}", api_key.lookup,
+               f"alpha-response-{tag}", a.owner.email, member.email, invitation.email, f"Alpha key {tag}", api_key.lookup,
                f"alpha-channel-{tag}", f"alpha-notification-{tag}", f"alpha-subscription-{tag}",
                SECRET_TOKEN, SECRET_HEADER]
     markers += [str(o.pk) for o in objects.values() if isinstance(getattr(o, "pk", None), uuid.UUID)]

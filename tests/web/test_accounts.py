@@ -123,7 +123,7 @@ def test_invitation_e_mail_and_acceptance(tenant, owner):
     assert response.status_code == 302
     (message,) = mail.outbox
     assert tenant.organization.name in message.subject
-    link = re.search(r"http://testserver(/invitation/\S+/)", message.body).group(1)
+    link = re.search(r"https?://[^/\s]+(/invitation/\S+/)", message.body).group(1)
     invited = Client()
     page = invited.get(link)
     assert page.status_code == 200 and tenant.organization.name in page.content.decode()
@@ -132,11 +132,14 @@ def test_invitation_e_mail_and_acceptance(tenant, owner):
     assert invited.get("/").status_code == 200
     user = User.objects.get(email="new.person@example.com")
     assert user.check_password("my own pass 789")
+    assert Membership.objects.get(user=user).organization == tenant.organization
     # The link works once.
-    assert Client().get(link).status_code == 400
+    page = Client().get(link)
+    assert page.status_code == 410 and "invitation_used" in page.content.decode()
 
 
 def test_a_broken_invitation_link_is_explained(db):
-    response = Client().get("/invitation/Zm9v/nonsense-token/")
-    assert response.status_code == 400
+    response = Client().get("/invitation/nonsense-token/")
+    assert response.status_code == 404
     assert "invitation link does not work" in response.content.decode()
+    assert "invitation_invalid" in response.content.decode()

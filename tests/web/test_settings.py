@@ -2,7 +2,8 @@
 
 from django.utils import timezone
 
-from apps.accounts.models import ApiKey, AuditEvent, Membership, User
+from apps.accounts.models import ApiKey, AuditEvent, Invitation, Membership, User
+from apps.api.accounts import invitations
 from apps.projects.models import Project
 
 
@@ -69,12 +70,17 @@ def test_signing_secret_reveal_rotate_and_end_rotation(tenant, owner):
 
 def test_members_invite_change_and_remove(tenant, owner):
     owner.post("/settings/members/invite/", {"email": "dev@example.com", "role": "developer"})
-    user = User.objects.get(email="dev@example.com")
-    membership = Membership.objects.get(user=user, organization=tenant.organization)
-    assert membership.role == "developer" and not user.has_usable_password()
-    assert "invited" in html(owner.get("/settings/members/"))
+    assert not Membership.objects.filter(user__email="dev@example.com").exists()  # until they accept
+    page = html(owner.get("/settings/members/"))
+    assert "dev@example.com" in page and "pending" in page
     again = owner.post("/settings/members/invite/", {"email": "dev@example.com", "role": "viewer"})
-    assert again.status_code == 400 and "already a member" in html(again)
+    assert again.status_code == 409 and "pending invitation already" in html(again)
+    user = User.objects.create_user(email="dev@example.com")
+    invitations.accept(Invitation.objects.get(email="dev@example.com"), user)
+    membership = Membership.objects.get(user=user, organization=tenant.organization)
+    assert membership.role == "developer"
+    again = owner.post("/settings/members/invite/", {"email": "dev@example.com", "role": "viewer"})
+    assert again.status_code == 409 and "already a member" in html(again)
     owner.post(f"/settings/members/{user.pk}/role/", {"role": "viewer"})
     membership.refresh_from_db()
     assert membership.role == "viewer"

@@ -164,19 +164,21 @@ def test_operators_edit_sso_in_the_admin_without_seeing_the_secret(tenant, clien
 
 
 def test_an_invited_member_of_an_organization_requiring_sso_is_sent_to_sso(tenant):
-    from django.contrib.auth.tokens import default_token_generator
-    from django.utils.encoding import force_bytes
-    from django.utils.http import urlsafe_base64_encode
+    from apps.accounts import invitations as links
+    from apps.api.accounts import invitations
 
     configure(tenant, required=True)
-    invited = User.objects.create_user(email="invited@example.com")
-    Membership.objects.create(user=invited, organization=tenant.organization, role="developer")
+    invitation = invitations.invite(tenant.organization, email="invited@example.com", role="developer",
+                                    project_ids=None)
+    token, _ = links.new_token()
+    invitation.token_hash = links.hash_token(token)
+    invitation.save(update_fields=["token_hash"])
     client = Client()
-    url = f"/invitation/{urlsafe_base64_encode(force_bytes(invited.pk))}/{default_token_generator.make_token(invited)}/"
 
-    response = client.post(url, {"new_password1": PASSWORD, "new_password2": PASSWORD})
+    response = client.post(f"/invitation/{token}/", {"new_password1": PASSWORD, "new_password2": PASSWORD})
 
     assert response.status_code == 302 and response["Location"] == f"/sso/?org={tenant.organization.slug}"
+    assert Membership.objects.filter(user__email="invited@example.com", organization=tenant.organization).exists()
     assert client.get("/").status_code == 302  # not logged in by the password
 
 

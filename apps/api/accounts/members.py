@@ -1,9 +1,10 @@
-"""Membership changes: invitations, roles, per-project grants (django-guardian), removal."""
+"""Membership changes: roles, per-project grants (django-guardian), removal. Memberships are
+made only by accepting an invitation (apps.api.accounts.invitations)."""
 
 from django.db import transaction
 from guardian.shortcuts import assign_perm, remove_perm
 
-from apps.accounts.models import Membership, User, project_model
+from apps.accounts.models import Membership, project_model
 from apps.api.actor import ACCESS_PROJECT, RANK, Role, actor_for_membership
 from apps.api.errors import Conflict
 
@@ -33,18 +34,6 @@ def set_member_projects(membership, project_ids):
     membership.save(update_fields=["limited_to_projects"])
     if project_ids:
         assign_perm(ACCESS_PROJECT, membership.user, org_projects.filter(pk__in=project_ids))
-
-
-@transaction.atomic
-def invite(organization, *, email, role, project_ids):
-    user = User.objects.filter(email__iexact=email).first()
-    if user is None:
-        user = User.objects.create_user(email=email)  # no password: they set one to log in
-    if Membership.objects.filter(user=user, organization=organization).exists():
-        raise AlreadyMember()
-    membership = Membership.objects.create(user=user, organization=organization, role=role)
-    set_member_projects(membership, project_ids)
-    return membership
 
 
 @transaction.atomic

@@ -1,14 +1,15 @@
-"""Serializers of the account endpoints: API keys, members, audit events."""
+"""Serializers of the account endpoints: API keys, members, invitations, audit events."""
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.accounts.models import ApiKey, AuditEvent, Membership
+from apps.accounts.models import ApiKey, AuditEvent, Invitation, Membership
 from apps.accounts.apikeys import create_api_key
 
 from apps.api.actor import RANK, Role
 from apps.api.base import StrictModelSerializer, StrictSerializer
+from .invitations import project_ids as invitation_project_ids
 from .members import member_project_ids
 
 PROJECTS_HELP = "Ids of the projects reachable; null means every project of the organization."
@@ -92,19 +93,37 @@ class MemberSerializer(StrictModelSerializer):
         read_only_fields = ["created_at"]
 
     def validate(self, attrs):
-        role = attrs.get("role", getattr(self.instance, "role", Role.DEVELOPER))
-        if attrs.get("projects") is not None and RANK[role] >= RANK[Role.ADMIN]:
-            raise serializers.ValidationError(
-                {"projects": ["Owners and admins reach every project; limit developers and viewers only."]})
-        return attrs
+        return only_limited_roles_get_projects(attrs, self.instance)
 
 
+def only_limited_roles_get_projects(attrs, instance):
+    role = attrs.get("role", getattr(instance, "role", Role.DEVELOPER))
+    if attrs.get("projects") is not None and RANK[role] >= RANK[Role.ADMIN]:
+        raise serializers.ValidationError(
+            {"projects": ["Owners and admins reach every project; limit developers and viewers only."]})
+    return attrs
 
-class MemberInviteSerializer(MemberSerializer):
-    email = serializers.EmailField(max_length=254)
 
-    class Meta(MemberSerializer.Meta):
-        fields = ["email", "role", "projects"]
+class InvitationSerializer(StrictModelSerializer):
+    email = serializers.EmailField(max_length=254, help_text="Whom to invite; an account with this address "
+                                                             "need not exist.")
+    projects = ProjectIdsField(reader=invitation_project_ids)
+    status = serializers.SerializerMethodField()
+    invited_by = serializers.EmailField(source="invited_by.email", read_only=True, allow_null=True, default=None)
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "email", "role", "projects", "status", "invited_by", "created_at", "expires_at",
+                  "last_sent_at", "send_count", "accepted_at", "revoked_at"]
+        read_only_fields = ["id", "created_at", "expires_at", "last_sent_at", "send_count", "accepted_at",
+                            "revoked_at"]
+
+    @extend_schema_field(serializers.ChoiceField(choices=Invitation.Status.choices))
+    def get_status(self, invitation):
+        return invitation.status()
+
+    def validate(self, attrs):
+        return only_limited_roles_get_projects(attrs, None)
 
 
 class AuditActorSerializer(serializers.Serializer):

@@ -1,4 +1,4 @@
-"""API keys, members and the audit log (owners and admins)."""
+"""API keys, members, invitations and the audit log (owners and admins)."""
 
 import django_filters
 from django.db import transaction
@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from apps.accounts.models import ApiKey, AuditEvent, Membership
 
-from . import members
+from . import invitations, members
 from apps.api.actor import Role
 from apps.api.base import ApiViewMixin, EmptySerializer
 from apps.api.filters import FilterBackend, UtcDateTimeFromToRangeFilter
@@ -19,7 +19,7 @@ from apps.api.pagination import NewestFirstCursorPagination
 from apps.api.throttling import KeyCreationIPThrottle
 
 from .serializers import (
-    ApiKeySerializer, AuditEventSerializer, MemberInviteSerializer, MemberSerializer, NewApiKeySerializer,
+    ApiKeySerializer, AuditEventSerializer, InvitationSerializer, MemberSerializer, NewApiKeySerializer,
 )
 
 ADMIN_ONLY = {name: Role.ADMIN for name in
@@ -66,7 +66,11 @@ class ApiKeyViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMix
         return Response(self.get_serializer(key).data)
 
 
-@extend_schema_view(create=extend_schema(request=MemberInviteSerializer, responses={201: MemberSerializer}))
+@extend_schema_view(create=extend_schema(
+    request=InvitationSerializer, responses={202: InvitationSerializer},
+    description="Invites the address (as POST /api/v1/invitations/ does) and answers 202 with the pending "
+                "invitation: the person becomes a member only when they accept it, signed in as that address. "
+                "The answer is the same whether or not the address has an account."))
 class MemberViewSet(ApiViewMixin, viewsets.ModelViewSet):
     """Members of the organization; ``id`` is the user's id."""
 
@@ -83,36 +87,41 @@ class MemberViewSet(ApiViewMixin, viewsets.ModelViewSet):
             "user", "organization").order_by("created_at", "pk")
 
     def get_serializer_class(self):
-        return MemberInviteSerializer if self.action == "create" else MemberSerializer
+        return InvitationSerializer if self.action == "create" else MemberSerializer
 
     def create(self, request, *args, **kwargs):
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        self._require_owner_for(data.get("role"))
-        membership = members.invite(self.actor.organization, email=data["email"],
-                                    role=data.get("role", Role.DEVELOPER), project_ids=data.get("projects"))
-        self.audit("member.invite", membership.user, {"email": membership.user.email, "role": membership.role})
-        return Response(MemberSerializer(membership, context=self.get_serializer_context()).data,
-                        status=status.HTTP_201_CREATED)
+        invitation = create_invitation(self, request.data)
+        return Response(InvitationSerializer(invitation, context=self.get_serializer_context()).data,
+                        status=status.HTTP_202_ACCEPTED)
 
     def perform_update(self, serializer):
         membership, data = serializer.instance, serializer.validated_data
-        self._require_owner_for(membership.role, data.get("role"))
+        require_owner_for(self.actor, membership.role, data.get("role"))
         projects = data["projects"] if "projects" in data else ...
         members.change(membership, role=data.get("role"), project_ids=projects)
         self.audit("member.update", membership.user, {"role": membership.role, "projects": projects
                                                        if projects is not ... else "unchanged"})
 
     def perform_destroy(self, membership):
-        self._require_owner_for(membership.role)
+        require_owner_for(self.actor, membership.role)
         members.remove(membership)
         self.audit("member.remove", membership.user, {"email": membership.user.email})
 
-    def _require_owner_for(self, *roles):
-        """Only owners grant, change or remove the owner role."""
-        if Role.OWNER in roles and not self.actor.has_role(Role.OWNER):
-            raise PermissionDenied("Only an owner can grant, change or remove the owner role.")
+
+def require_owner_for(actor, *roles):
+    """Only owners grant, change or remove the owner role (and invite owners)."""
+    if Role.OWNER in roles and not actor.has_role(Role.OWNER):
+        raise PermissionDenied("Only an owner can grant, change or remove the owner role.")
+
+
+def create_invitation(view, data):
+    """The invitation of a POST to /invitations/ or /members/, audited."""
+    serializer = InvitationSerializer(data=data, context=view.get_serializer_context())
+    serializer.is_valid(raise_exception=True)
+    data = serializer.validated_data
+    require_owner_for(view.actor, data.get("role"))
+    return invitations.invite(view.actor.organization, email=data["email"], role=data.get("role", Role.DEVELOPER),
+                              project_ids=data.get("projects"), invited_by=view.actor.user, audit=view.audit)
 
 
 class AuditEventFilter(django_filters.FilterSet):

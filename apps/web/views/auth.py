@@ -1,24 +1,15 @@
-"""Sign-up, log-in, log-out, password reset and invitations."""
+"""Sign-up, log-in, log-out and password reset (invitations: .invitations)."""
 
-from django.conf import settings
-from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.forms import SetPasswordForm
-from django.contrib.auth.tokens import default_token_generator
-from django.core.mail import send_mail
 from django.db import transaction
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
-from django.urls import reverse, reverse_lazy
-from django.utils.encoding import force_bytes, force_str
-from django.utils.http import urlsafe_base64_decode, urlsafe_base64_encode
+from django.urls import reverse_lazy
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from apps.accounts import otp_views, sso
 from apps.api.audit import client_ip
-from apps.accounts.models import Membership, User
 from apps.accounts.services import record_audit
 from apps.billing.plans import DEFAULT_PLAN_CODE
 from apps.projects.provisioning import provision_tenant
@@ -102,62 +93,3 @@ password_reset_confirm = auth_views.PasswordResetConfirmView.as_view(
     template_name="web/auth/password_reset_confirm.html", success_url=reverse_lazy("web:password_reset_complete"))
 password_reset_complete = auth_views.PasswordResetCompleteView.as_view(
     template_name="web/auth/password_reset_complete.html")
-
-
-# --- invitations
-
-
-def invitation_link(request, user):
-    path = reverse("web:invitation", args=[urlsafe_base64_encode(force_bytes(user.pk)),
-                                           default_token_generator.make_token(user)])
-    return request.build_absolute_uri(path)
-
-
-def send_invitation(request, membership, invited_by):
-    """E-mail the invited person: a link to choose a password, or to log in if they have one."""
-    user = membership.user
-    context = {
-        "organization": membership.organization, "role": membership.get_role_display(),
-        "invited_by": invited_by, "has_password": user.has_usable_password(),
-        "link": request.build_absolute_uri(reverse("web:login")) if user.has_usable_password()
-        else invitation_link(request, user),
-    }
-    send_mail(
-        subject=f"You are invited to {membership.organization.name} on cronsvc",
-        message=render_to_string("web/email/invitation.txt", context),
-        from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=[user.email], fail_silently=True,
-    )
-
-
-@sensitive_post_parameters("new_password1", "new_password2")
-@require_http_methods(["GET", "POST"])
-def accept_invitation(request, uidb64, token):
-    """An invited person chooses a password (the link works once), then lands on the dashboard."""
-    user = _user_from(uidb64)
-    valid = user is not None and not user.has_usable_password() and default_token_generator.check_token(user, token)
-    if not valid:
-        return render(request, "web/auth/invitation_invalid.html", status=400)
-    memberships = Membership.objects.filter(user=user).select_related("organization")
-    form = SetPasswordForm(user, request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        form.save()
-        required_by = sso.password_login_refusal(user)
-        if required_by is not None:  # the password is set, but this organization signs in with SSO
-            messages.info(request, f"{required_by.name} signs its members in with single sign-on: continue here.")
-            return redirect(f"{reverse('web:sso_login')}?org={required_by.slug}")
-        login(request, user, backend=BACKEND)
-        first = memberships.order_by("created_at").first()
-        if first is not None:
-            request.session[SESSION_KEY] = str(first.organization_id)
-        messages.success(request, "Welcome! Your password is set and you are logged in.")
-        return redirect("web:dashboard")
-    return render(request, "web/auth/invitation.html",
-                  {"form": form, "invited_user": user, "memberships": memberships},
-                  status=400 if form.errors else 200)
-
-
-def _user_from(uidb64):
-    try:
-        return User.objects.get(pk=force_str(urlsafe_base64_decode(uidb64)))
-    except (TypeError, ValueError, OverflowError, User.DoesNotExist, Exception):
-        return None

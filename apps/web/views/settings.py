@@ -20,16 +20,17 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import Throttled, ValidationError
 
+from apps.api.accounts import invitations as invitation_rules
 from apps.api.accounts import members as member_rules
 from apps.api.audit import audit, client_ip
 from apps.api.errors import Conflict, flatten
 from apps.api.params import flag
-from apps.api.accounts.serializers import ApiKeySerializer, MemberInviteSerializer, MemberSerializer
+from apps.api.accounts.serializers import ApiKeySerializer, InvitationSerializer, MemberSerializer
 from apps.api.throttling import count_hit
 from apps.accounts import gdpr, otp_views
-from apps.accounts.models import ApiKey, DataExport, Membership
+from apps.accounts.models import ApiKey, DataExport, Invitation, Membership
 from apps.accounts.services import revoke_api_key
 from apps.billing.views import usage_context
 from apps.jobs.forms import local_instant
@@ -43,7 +44,6 @@ from cronsvc.schedules.describe import format_duration
 
 from apps.api.access import SESSION_KEY, Role, member_view, membership_for, require_role
 from apps.api.pages import TIMEZONES, serializer_context
-from .auth import send_invitation
 
 
 def _errors(serializer):
@@ -190,13 +190,12 @@ def _members_context(request, errors=None, values=None):
     organization = request.actor.organization
     memberships = (Membership.objects.for_organization(organization).select_related("user")
                    .order_by("created_at", "pk"))
-    rows = []
-    for membership in memberships:
-        projects = member_rules.member_project_ids(membership)
-        rows.append({"membership": membership, "projects": projects,
-                     "pending": not membership.user.has_usable_password()})
-    return {"rows": rows, "roles": Role.choices, "projects": request.actor.projects(),
-            "errors": errors or {}, "values": values or {"role": Role.DEVELOPER},
+    rows = [{"membership": m, "projects": member_rules.member_project_ids(m)} for m in memberships]
+    open_invitations = (Invitation.objects.for_organization(organization)
+                        .filter(accepted_at__isnull=True, revoked_at__isnull=True)
+                        .select_related("invited_by").order_by("-created_at"))
+    return {"rows": rows, "invitations": open_invitations, "now": timezone.now(), "roles": Role.choices,
+            "projects": request.actor.projects(), "errors": errors or {}, "values": values or {"role": Role.DEVELOPER},
             "is_owner": request.actor.has_role(Role.OWNER)}
 
 
@@ -208,25 +207,58 @@ def members(request):
 @member_view(role=Role.ADMIN)
 @require_POST
 def member_invite(request):
+    """A pending invitation e-mailed to the address: no membership until they accept."""
     projects = [p for p in request.POST.getlist("projects") if p]
     data = {"email": request.POST.get("email", "").strip(), "role": request.POST.get("role", Role.DEVELOPER),
             "projects": projects or None}
-    serializer = MemberInviteSerializer(data=data, context=serializer_context(request))
+    serializer = InvitationSerializer(data=data, context=serializer_context(request))
     if not serializer.is_valid():
         return render(request, "web/settings/members.html",
                       _members_context(request, _errors(serializer), request.POST), status=400)
     data = serializer.validated_data
     _require_owner_for(request, data.get("role"))
     try:
-        membership = member_rules.invite(request.actor.organization, email=data["email"],
-                                         role=data.get("role", Role.DEVELOPER), project_ids=data.get("projects"))
-    except Conflict as exc:
+        invitation = invitation_rules.invite(request.actor.organization, email=data["email"],
+                                             role=data.get("role", Role.DEVELOPER), project_ids=data.get("projects"),
+                                             invited_by=request.user, audit=partial(audit, request))
+    except (Conflict, Throttled) as exc:
         return render(request, "web/settings/members.html",
-                      _members_context(request, {"email": [str(exc.detail)]}, request.POST), status=400)
-    audit(request, "member.invite", membership.user, {"email": membership.user.email, "role": membership.role})
-    send_invitation(request, membership, request.user)
-    messages.success(request, f"{membership.user.email} invited as {membership.get_role_display().lower()}; "
-                              "they got an e-mail with a link to join.")
+                      _members_context(request, {"email": [str(exc.detail)]}, request.POST), status=exc.status_code)
+    messages.success(request, f"Invitation sent to {invitation.email} ({invitation.get_role_display().lower()}); "
+                              "they become a member when they accept it.")
+    return redirect("web:members")
+
+
+def _invitation(request, pk):
+    invitation = get_object_or_404(Invitation.objects.for_organization(request.actor.organization)
+                                   .select_related("organization"), pk=pk)
+    _require_owner_for(request, invitation.role)
+    return invitation
+
+
+@member_view(role=Role.ADMIN)
+@require_POST
+def invitation_resend(request, pk):
+    invitation = _invitation(request, pk)
+    try:
+        invitation_rules.resend(invitation, audit=partial(audit, request))
+    except (Conflict, Throttled) as exc:
+        messages.error(request, str(exc.detail))
+        return redirect("web:members")
+    messages.success(request, f"A new link was sent to {invitation.email}; the previous one no longer works.")
+    return redirect("web:members")
+
+
+@member_view(role=Role.ADMIN)
+@require_POST
+def invitation_revoke(request, pk):
+    invitation = _invitation(request, pk)
+    try:
+        invitation_rules.revoke(invitation, audit=partial(audit, request))
+    except Conflict as exc:
+        messages.error(request, str(exc.detail))
+        return redirect("web:members")
+    messages.success(request, f"The invitation of {invitation.email} was revoked.")
     return redirect("web:members")
 
 
