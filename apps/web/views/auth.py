@@ -2,12 +2,12 @@
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.tokens import default_token_generator
 from django.core.mail import send_mail
 from django.db import transaction
+from django.http import HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse, reverse_lazy
@@ -16,7 +16,7 @@ from django.utils.http import urlsafe_base64_decode, urlsafe_base64_encode
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from apps.accounts import otp_views, sso
+from apps.accounts import otp_views, signin_scope, sso
 from apps.api.audit import client_ip
 from apps.accounts.models import Membership, User
 from apps.accounts.services import record_audit
@@ -25,8 +25,6 @@ from apps.projects.provisioning import provision_tenant
 
 from apps.api.access import SESSION_KEY
 from ..forms import RateLimitedAuthenticationForm, ResetForm, SignupForm
-
-BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
 @sensitive_post_parameters("password1", "password2")
@@ -43,7 +41,7 @@ def signup(request):
                                       password=data["password1"], plan_code=DEFAULT_PLAN_CODE)
             record_audit(tenant.organization, "organization.signup", target=tenant.organization,
                          actor_user=tenant.owner, ip=request.META.get("REMOTE_ADDR") or None)
-        login(request, tenant.owner, backend=BACKEND)
+        signin_scope.sign_in(request, tenant.owner, by_password=True)
         request.session[SESSION_KEY] = str(tenant.organization.pk)
         # Rendered, not redirected: the first API key is shown this once and never again.
         return render(request, "web/auth/welcome.html", {"tenant": tenant})
@@ -66,13 +64,16 @@ class LoginView(auth_views.LoginView):
         if refused is not None:
             return refused
         if otp_views.has_two_factor(user):  # the password was right; a code comes next
-            return otp_views.start_second_step(self.request, user, self.get_redirect_url())
-        return super().form_valid(form)
+            return otp_views.start_second_step(self.request, user, self.get_redirect_url(), by_password=True)
+        signin_scope.sign_in(self.request, user, by_password=True)
+        return HttpResponseRedirect(self.get_success_url())
 
 
 def sso_required_response(view, form, user):
-    """The 403 of a password log-in that the member's organization forbids (single sign-on
-    required); an owner's password log-in there is the audited break-glass way in."""
+    """The 403 of a password log-in that would reach none of the person's organizations, each
+    requiring single sign-on (one organization's policy never refuses the log-in to the
+    others: apps.accounts.signin_scope); an owner's password log-in there is the audited
+    break-glass way in."""
     organization = sso.password_login_refusal(user)
     ip = client_ip(view.request)
     if organization is None:
@@ -145,7 +146,7 @@ def accept_invitation(request, uidb64, token):
         if required_by is not None:  # the password is set, but this organization signs in with SSO
             messages.info(request, f"{required_by.name} signs its members in with single sign-on: continue here.")
             return redirect(f"{reverse('web:sso_login')}?org={required_by.slug}")
-        login(request, user, backend=BACKEND)
+        signin_scope.sign_in(request, user, by_password=True)
         first = memberships.order_by("created_at").first()
         if first is not None:
             request.session[SESSION_KEY] = str(first.organization_id)
