@@ -57,12 +57,12 @@ class Scope:
         if str(organization.pk) in self.sso:
             return None
         if not self.password:
-            return Refusal("sign_in_scope", f"This session was opened by another organization's single sign-on: "
-                                            f"to act in {organization.name}, log in with your password or through "
-                                            f"{organization.name}'s single sign-on.")
+            return Refusal("sign_in_scope", "This session was opened by another organization's single sign-on: to "
+                                            "act in this organization, log in with your password or through its "
+                                            "own single sign-on.")
         if requires_sso(organization) and membership.role != Membership.Role.OWNER:
-            return Refusal("sso_required", f"{organization.name} requires single sign-on: use \"Sign in with SSO\" "
-                                           f"with your work account to act in {organization.name}.")
+            return Refusal("sso_required", "This organization requires single sign-on: use \"Sign in with SSO\" "
+                                           "with your work account to act in it.")
         return None
 
 

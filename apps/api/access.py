@@ -35,8 +35,12 @@ def session_membership_or_refusal(request):
     return membership, refusal
 
 
-def memberships_of(user):
-    return Membership.objects.filter(user=user).select_related("organization").order_by("organization__name")
+def memberships_of(user, scope=None):
+    """The user's memberships by organization name; with ``scope`` (a session's sign-in
+    scope) only those that session may act in."""
+    memberships = (Membership.objects.filter(user=user).select_related("organization__sso")
+                   .order_by("organization__name"))
+    return [m for m in memberships if scope is None or scope.refusal(m) is None]
 
 
 def member_view(view=None, *, role=Role.VIEWER):
