@@ -25,13 +25,20 @@ def healthz(request):
 @never_cache
 def readyz(request):
     """Readiness: database and broker reachable, migrations applied. The processes'
-    heartbeats are shown, not judged: a web process can serve without a live worker."""
+    heartbeats are shown, not judged: a web process can serve without a live worker. The
+    details are shown only to the callers /metrics admits (``_disclosed``)."""
     checks = run_checks()
     ready = all(value == "ok" for value in checks.values())
     body = {"status": "ok" if ready else "unavailable", "checks": checks}
     if checks["migrations"] == "ok":  # the heartbeats table exists
         body["processes"] = heartbeats.snapshot()
-    return JsonResponse(body, status=200 if ready else 503)
+    return JsonResponse(_disclosed(request, body), status=200 if ready else 503)
+
+
+def _disclosed(request, body):
+    """Anonymous callers learn the status only; the checks' texts, hosts, PIDs, queues and
+    workers go to the callers /metrics admits (METRICS_TOKEN or METRICS_ALLOWED_IPS)."""
+    return body if _refuse(request) is None else {"status": body["status"]}
 
 
 @never_cache

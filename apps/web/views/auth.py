@@ -1,5 +1,6 @@
 """Sign-up, log-in, log-out, password reset and invitations."""
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
@@ -17,6 +18,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from apps.accounts import otp_views, signin_scope, sso
+from apps.api import ratelimit
 from apps.api.audit import client_ip
 from apps.accounts.models import Membership, User
 from apps.accounts.services import record_audit
@@ -24,7 +26,7 @@ from apps.billing.plans import DEFAULT_PLAN_CODE
 from apps.projects.provisioning import provision_tenant
 
 from apps.api.access import SESSION_KEY
-from ..forms import RateLimitedAuthenticationForm, ResetForm, SignupForm
+from ..forms import RateLimitedAuthenticationForm, ResetForm, SignupForm, rate_limited_response
 
 
 @sensitive_post_parameters("password1", "password2")
@@ -55,8 +57,8 @@ class LoginView(auth_views.LoginView):
 
     def form_invalid(self, form):
         response = super().form_invalid(form)
-        response.status_code = 429 if getattr(form, "rate_limited", False) else 400
-        return response
+        response.status_code = 400
+        return rate_limited_response(response, form)
 
     def form_valid(self, form):
         user = form.get_user()
@@ -87,17 +89,43 @@ def sso_required_response(view, form, user):
     return view.render_to_response(context, status=403)
 
 
+def admin_login(request, extra_context=None):
+    """The operators' /admin/login/: Django's admin log-in under the same per-account and
+    per-address limits as /login/ (429 with Retry-After once they are reached)."""
+    from django.contrib import admin
+
+    response = admin.site.login(request, extra_context)  # its login_form is set in config/urls.py
+    form = (getattr(response, "context_data", None) or {}).get("form")
+    return rate_limited_response(response, form)
+
+
 class LogoutView(auth_views.LogoutView):
     next_page = reverse_lazy("web:login")
 
 
-password_reset = auth_views.PasswordResetView.as_view(
-    template_name="web/auth/password_reset.html",
-    form_class=ResetForm,
-    email_template_name="web/email/password_reset.txt",
-    subject_template_name="web/email/password_reset_subject.txt",
-    success_url=reverse_lazy("web:password_reset_done"),
-)
+class PasswordResetView(auth_views.PasswordResetView):
+    """Sends at most MAIL_PER_ADDRESS_PER_HOUR resets to one address (and answers a client
+    asking too often with 429 and Retry-After), whether or not the address has an account."""
+
+    template_name = "web/auth/password_reset.html"
+    form_class = ResetForm
+    email_template_name = "web/email/password_reset.txt"
+    subject_template_name = "web/email/password_reset_subject.txt"
+    success_url = reverse_lazy("web:password_reset_done")
+
+    def form_valid(self, form):
+        wait = ratelimit.send_wait(address=form.cleaned_data["email"], client=client_ip(self.request))
+        if wait is not None:
+            form.add_error(None, forms.ValidationError(
+                "Too many password reset e-mails asked for this address: try again in %(minutes)s minutes.",
+                code="rate_limited", params={"minutes": max(1, -(-wait // 60))}))
+            response = self.render_to_response(self.get_context_data(form=form), status=429)
+            response["Retry-After"] = str(wait)
+            return response
+        return super().form_valid(form)
+
+
+password_reset = PasswordResetView.as_view()
 password_reset_done = auth_views.PasswordResetDoneView.as_view(template_name="web/auth/password_reset_done.html")
 password_reset_confirm = auth_views.PasswordResetConfirmView.as_view(
     template_name="web/auth/password_reset_confirm.html", success_url=reverse_lazy("web:password_reset_complete"))
