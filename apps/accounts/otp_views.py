@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -130,8 +131,9 @@ def _audit(user, action):
 
 
 class OperatorTwoFactorMiddleware:
-    """With OPERATOR_2FA=true, staff reach the admin only in a session verified by a code;
-    without a device they are sent to set one up first."""
+    """Staff reach the admin only in a session signed in by password (never one opened by an
+    organization's single sign-on); with OPERATOR_2FA=true only in a session verified by a
+    code, and without a device they are sent to set one up first."""
 
     EXEMPT = ("/admin/login/", "/admin/logout/", "/admin/jsi18n/")
 
@@ -139,6 +141,12 @@ class OperatorTwoFactorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
+        if (request.path.startswith("/admin/") and not request.path.startswith(self.EXEMPT)
+                and request.user.is_authenticated and request.user.is_staff
+                and not signin_scope.scope_of(request).password):
+            # The admin reaches every organization: an organization's single sign-on never opens it.
+            return HttpResponseForbidden("The admin needs a log-in with your password (single sign-on reaches "
+                                         "its organization only): log out and log in at /admin/login/.")
         if (settings.OPERATOR_2FA and request.path.startswith("/admin/")
                 and not request.path.startswith(self.EXEMPT)
                 and request.user.is_authenticated and request.user.is_staff

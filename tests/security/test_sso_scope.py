@@ -158,3 +158,28 @@ def test_a_person_with_two_factor_gives_the_code_after_the_provider(live_server,
     assert api(browser, live_server, "get", "/api/v1/jobs/", a).status_code == 200
     # The code completes A's single sign-on: the session still reaches A only.
     assert api(browser, live_server, "get", "/api/v1/jobs/", b).json()["error"]["code"] == "sign_in_scope"
+
+
+@pytest.mark.django_db
+def test_a_session_of_an_organizations_sso_never_opens_the_admin(tenant):
+    """The admin reaches every organization: a staff member's session opened by one
+    organization's provider is refused there; the same person's password session is not."""
+    from django.test import Client
+
+    from apps.accounts.signin_scope import SCOPE_KEY
+
+    operator = User.objects.create_user(email="operator@example.com", password=HER_PASSWORD, is_staff=True,
+                                        is_superuser=True)
+    Membership.objects.create(user=operator, organization=tenant.organization, role="owner")
+    client = Client()
+    client.force_login(operator)
+    session = client.session
+    session[SCOPE_KEY] = {"password": False, "sso": [str(tenant.organization.pk)]}
+    session.save()
+    assert client.get("/admin/").status_code == 403
+    assert client.get("/").status_code == 200  # its organization's pages it reaches
+
+    password_session = Client()
+    assert password_session.post("/admin/login/", {"username": operator.email, "password": HER_PASSWORD,
+                                                   "next": "/admin/"}).status_code == 302
+    assert password_session.get("/admin/").status_code == 200
