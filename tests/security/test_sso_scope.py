@@ -17,31 +17,20 @@ import requests
 from django_otp.oath import TOTP
 
 from apps.accounts.models import ApiKey, EncryptedTOTPDevice, Membership, SSOIdentity, User
-from tests.support.idp import sign_in_at_provider, start_provider
-from tests.web.test_sso_provider import APPLICATIONS, PASSWORD, configure, refusal_code, start_sso
+from tests.support.idp import sign_in_at_provider
+from tests.web.test_sso_provider import (  # noqa: F401 - the provider (Alice at example.com) and its reachability
+    PASSWORD,
+    _provider_reachable,
+    configure,
+    provider,
+    refusal_code,
+    start_sso,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 ALICE = "alice@example.com"
 HER_PASSWORD = "alices-own-password-1"
-
-
-@pytest.fixture(scope="module")
-def provider(live_server, tmp_path_factory):
-    callback = f"{live_server.url}/sso/callback/"
-    running = start_provider(
-        tmp_path_factory.mktemp("idp-scope"),
-        users=[{"email": ALICE, "password": PASSWORD, "first_name": "Alice"}],
-        applications=[{"name": name, "client_id": client_id, "client_secret": f"{client_id}-secret",
-                       "redirect_uri": callback} for name, client_id in APPLICATIONS.items()])
-    yield running
-    running.stop()
-
-
-@pytest.fixture(autouse=True)
-def _provider_reachable(settings, live_server):
-    settings.SSO_ALLOWED_NETWORKS = ["127.0.0.0/8"]
-    settings.SITE_URL = live_server.url
 
 
 def sso_callback(live_server, provider, organization, browser=None):
