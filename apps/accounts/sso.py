@@ -23,7 +23,7 @@ from cronsvc.delivery.transport import guarded_pool_manager
 
 from .models import Membership, Organization, OrganizationSSO, SSOIdentity, User
 from .services import record_audit
-from .signin_scope import Scope
+from .signin_scope import Scope, scope_of
 
 PENDING = "sso_pending"  # session key: {state: {...}} of the sign-ins under way
 PENDING_TTL_SECONDS = 600
@@ -143,7 +143,9 @@ def complete(request, *, now=None):
         raise
     except oidc.OIDCError as exc:
         raise SSOError(exc.code, exc.message, organization) from exc
-    signed_in = request.user if request.user.is_authenticated else None
+    # Connecting an account needs its owner logged in by password: another organization's
+    # provider (a session it opened) does not vouch for the person here.
+    signed_in = request.user if request.user.is_authenticated and scope_of(request).password else None
     return provision(config, email, claims, signed_in_user=signed_in, now=now), data["next"]
 
 

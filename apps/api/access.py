@@ -11,7 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
-from apps.api.actor import RANK, Role, actor_for_membership, membership_for, session_membership
+from apps.api.actor import RANK, Role, actor_for_membership, session_membership
 from apps.accounts.models import Membership
 from apps.accounts.signin_scope import scope_of
 

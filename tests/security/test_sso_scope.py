@@ -113,6 +113,24 @@ def test_a_session_of_a_provider_reaches_its_organization_only(live_server, prov
     assert api(password_browser, live_server, "get", "/api/v1/jobs/", b).status_code == 200
 
 
+def test_a_session_of_one_providers_sso_does_not_connect_the_account_to_another_organization(
+        live_server, provider, tenant, other_tenant):
+    """Connecting an account to an organization's provider needs its owner logged in by
+    password: a session that A's provider opened does not vouch for the person in B."""
+    a, b = tenant.organization, other_tenant.organization
+    configure(tenant, provider)
+    configure(other_tenant, provider)  # B uses the same provider (e.g. one Google Workspace)
+    browser, first = sso_callback(live_server, provider, a)
+    assert first.status_code == 302  # Alice, new, joins A through A's provider
+
+    for cookie in [c for c in browser.cookies if "localhost" not in c.domain]:  # logged out at the provider only
+        browser.cookies.clear(cookie.domain, cookie.path, cookie.name)
+    answer = sso_callback(live_server, provider, b, browser)[1]
+
+    assert answer.status_code == 403 and refusal_code(answer) == "sso_account_exists"
+    assert not Membership.objects.filter(user__email=ALICE, organization=b).exists()
+
+
 def code_of(device):
     totp = TOTP(device.bin_key, device.step, device.t0, device.digits, device.drift)
     totp.time = time.time()
