@@ -223,6 +223,11 @@ LOGIN_RATE_WINDOW = env_int("LOGIN_RATE_WINDOW", 900)
 # staff reach the admin only after giving a code.
 OPERATOR_2FA = env_bool("OPERATOR_2FA", False)
 OTP_TOTP_ISSUER = env_str("OTP_TOTP_ISSUER", "cronsvc")
+# Messages that actions send on request (password reset, invitations, channel tests), per
+# hour: to one recipient address, for one organization, and asked by one client address.
+MAIL_PER_ADDRESS_PER_HOUR = env_int("MAIL_PER_ADDRESS_PER_HOUR", 5)
+MAIL_PER_ORGANIZATION_PER_HOUR = env_int("MAIL_PER_ORGANIZATION_PER_HOUR", 50)
+MAIL_PER_CLIENT_PER_HOUR = env_int("MAIL_PER_CLIENT_PER_HOUR", 20)
 # "Test run now" requests one user may send per minute from the job form.
 TEST_RUNS_PER_MINUTE = env_int("TEST_RUNS_PER_MINUTE", 10)
 
@@ -583,6 +588,10 @@ API_KEY_CREATE_PER_IP_PER_HOUR = env_int("API_KEY_CREATE_PER_IP_PER_HOUR", 20)
 # within one organization (apps.api.accounts.invitations).
 INVITATIONS_PER_ORGANIZATION_PER_HOUR = env_int("INVITATIONS_PER_ORGANIZATION_PER_HOUR", 30)
 INVITATIONS_PER_ADDRESS_PER_HOUR = env_int("INVITATIONS_PER_ADDRESS_PER_HOUR", 3)
+# Failed API-key authentications one client IP may make in API_KEY_FAILURE_WINDOW seconds;
+# past it the API answers 429 (Retry-After) until the window ends.
+API_KEY_FAILURES_PER_IP = env_int("API_KEY_FAILURES_PER_IP", 30)
+API_KEY_FAILURE_WINDOW = env_int("API_KEY_FAILURE_WINDOW", 300)
 # Request quotas are counted in Redis so every web process shares them; embedded mode
 # (no REDIS_URL) counts per process.
 CACHES = {

@@ -4,6 +4,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.accounts import otp_views
 from apps.archives import views as archive_views
+from apps.web.forms import RateLimitedAdminAuthenticationForm
+from apps.web.views import auth as web_auth
 from apps.web.views import settings as web_settings
 from apps.badges.views import badge_image
 from apps.observability import dashboard as ops_dashboard
@@ -12,10 +14,12 @@ from apps.observability import views as ops
 
 admin.site.site_header = "cronsvc operators"
 admin.site.site_title = "cronsvc"
+admin.site.login_form = RateLimitedAdminAuthenticationForm  # /login/'s limits on /admin/login/ too
 
 urlpatterns = [
     # The operators' dashboard (staff only), linked from the admin index.
     path("admin/operations/", admin.site.admin_view(ops_dashboard.dashboard), name="operations-dashboard"),
+    path("admin/login/", web_auth.admin_login, name="admin-login"),  # /login/'s limits (apps.web.views.auth)
     path("admin/", admin.site.urls),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),

@@ -44,6 +44,21 @@ def _api_answers_keep_the_contract(request, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _private_failed_key_counts(request, monkeypatch):
+    """Every in-process test calls from 127.0.0.1: its failed API-key authentications are
+    counted under a name of its own (not in the shared Redis counter the web processes of
+    the end-to-end tests read) and not limited unless the test sets its own limit."""
+    if not request.config.pluginmanager.has_plugin("django"):
+        return
+    import uuid
+
+    from apps.api import authentication
+
+    monkeypatch.setattr(authentication, "FAILURES", f"api-key-failures-test-{uuid.uuid4().hex}")
+    request.getfixturevalue("settings").API_KEY_FAILURES_PER_IP = 1_000_000
+
+
+@pytest.fixture(autouse=True)
 def _fresh_ping_caches(request):
     """A test's pings start with no Target cached and no usage pending from an earlier test
     (apps.monitors.targets and apps.monitors.usage live as long as the process)."""

@@ -176,7 +176,7 @@ class OrganizationSSOForm(forms.ModelForm):
 
     class Meta:
         model = OrganizationSSO
-        fields = ["organization", "enabled", "required", "issuer", "client_id", "client_secret", "allowed_domains",
+        fields = ["organization", "enabled", "required", "idp_enforces_mfa", "issuer", "client_id", "client_secret", "allowed_domains",
                   "default_role"]
 
     def clean_client_secret(self):
@@ -189,8 +189,9 @@ class OrganizationSSOForm(forms.ModelForm):
 @admin.register(OrganizationSSO)
 class OrganizationSSOAdmin(admin.ModelAdmin):
     form = OrganizationSSOForm
-    list_display = ["organization", "issuer", "client_id", "allowed_domains", "default_role", "enabled", "required"]
-    list_filter = ["enabled", "required"]
+    list_display = ["organization", "issuer", "client_id", "allowed_domains", "default_role", "enabled", "required",
+                    "idp_enforces_mfa"]
+    list_filter = ["enabled", "required", "idp_enforces_mfa"]
     search_fields = ["organization__name", "organization__slug", "issuer", "allowed_domains"]
     list_select_related = ["organization"]
     raw_id_fields = ["organization"]

@@ -358,6 +358,10 @@ class OrganizationSSO(models.Model):
                                     help_text="The role of a person who joins by signing in.")
     required = models.BooleanField(default=False, help_text="Members may not log in with a password "
                                                             "(owners still may: the break-glass rule).")
+    idp_enforces_mfa = models.BooleanField(
+        "the provider enforces multi-factor authentication", default=False,
+        help_text="On: a sign-in through this provider is not asked for the person's cronsvc two-factor code. "
+                  "Off (the default): people who turned two-factor on give their code after the provider.")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

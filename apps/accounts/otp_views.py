@@ -1,16 +1,18 @@
 """Two-factor authentication (TOTP, django-otp): turning it on and off, the log-in's second
 step, and OPERATOR_2FA for the admin.
 
-The log-in form checks the password; for a user with a confirmed device it does not log
-in but parks the user id in the session and asks for a code here. Tokens are throttled by
+The log-in form checks the password (or an organization's single sign-on vouches for the
+person); for a user with a confirmed device it does not log in but parks the user id and
+that first step's sign-in scope in the session and asks for a code here. Tokens are throttled by
 django-otp per device (each failure doubles the wait). Devices are EncryptedTOTPDevice: the
 seed is encrypted at rest, verification is django-otp's TOTP code.
 """
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import get_user_model, login
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.http import HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -19,22 +21,27 @@ from django.views.decorators.http import require_http_methods
 from django_otp import devices_for_user, match_token
 from django_otp import login as otp_login
 
-from .models import EncryptedTOTPDevice
+from . import signin_scope
+from .models import EncryptedTOTPDevice, Organization
 from .services import record_audit
 
 PENDING_USER = "otp_pending_user"
 PENDING_NEXT = "otp_pending_next"
-BACKEND = "django.contrib.auth.backends.ModelBackend"
+PENDING_SCOPE = "otp_pending_scope"  # how the first step signed in: {"password": bool, "organization": id}
 
 
 def has_two_factor(user):
     return any(devices_for_user(user, confirmed=True))
 
 
-def start_second_step(request, user, next_url):
-    """Called by the log-in view once the password is right: the code is asked next."""
+def start_second_step(request, user, next_url, *, by_password=False, organization=None):
+    """Called once the password is right (``by_password``) or ``organization``'s single
+    sign-on vouched for the person: the code is asked next, and the session gets that
+    sign-in's scope (apps.accounts.signin_scope) only once the code is right."""
     request.session[PENDING_USER] = str(user.pk)
     request.session[PENDING_NEXT] = next_url or ""
+    request.session[PENDING_SCOPE] = {"password": by_password,
+                                      "organization": str(organization.pk) if organization is not None else ""}
     return redirect("login_otp")
 
 
@@ -50,7 +57,8 @@ def _safe_next(request, url, default):
 def login_otp(request):
     """The second step: a logged-in-by-password user (pending) or a logged-in staff member
     whom OPERATOR_2FA sends here gives a code from their authenticator app."""
-    user = request.user if request.user.is_authenticated else _pending_user(request)
+    pending = _pending_user(request)
+    user = pending or (request.user if request.user.is_authenticated else None)
     if user is None:
         return redirect("web:login")
     error = None
@@ -59,8 +67,12 @@ def login_otp(request):
         if device is not None:
             next_url = request.session.pop(PENDING_NEXT, "") or request.GET.get("next", "")
             request.session.pop(PENDING_USER, None)
-            if not request.user.is_authenticated:
-                login(request, user, backend=BACKEND)
+            scope = request.session.pop(PENDING_SCOPE, None) or {"password": True}  # parked before scopes
+            if pending is not None:
+                organization = Organization.objects.filter(pk=scope["organization"]).first() \
+                    if scope.get("organization") else None
+                signin_scope.sign_in(request, user, by_password=scope.get("password", False),
+                                     organization=organization)
             otp_login(request, device)
             return redirect(_safe_next(request, next_url, reverse(settings.LOGIN_REDIRECT_URL)))
         error = "That code is not right (or came too fast after a wrong one); try the current one."
@@ -119,8 +131,9 @@ def _audit(user, action):
 
 
 class OperatorTwoFactorMiddleware:
-    """With OPERATOR_2FA=true, staff reach the admin only in a session verified by a code;
-    without a device they are sent to set one up first."""
+    """Staff reach the admin only in a session signed in by password (never one opened by an
+    organization's single sign-on); with OPERATOR_2FA=true only in a session verified by a
+    code, and without a device they are sent to set one up first."""
 
     EXEMPT = ("/admin/login/", "/admin/logout/", "/admin/jsi18n/")
 
@@ -128,6 +141,12 @@ class OperatorTwoFactorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
+        if (request.path.startswith("/admin/") and not request.path.startswith(self.EXEMPT)
+                and request.user.is_authenticated and request.user.is_staff
+                and not signin_scope.scope_of(request).password):
+            # The admin reaches every organization: an organization's single sign-on never opens it.
+            return HttpResponseForbidden("The admin needs a log-in with your password (single sign-on reaches "
+                                         "its organization only): log out and log in at /admin/login/.")
         if (settings.OPERATOR_2FA and request.path.startswith("/admin/")
                 and not request.path.startswith(self.EXEMPT)
                 and request.user.is_authenticated and request.user.is_staff

@@ -3,8 +3,9 @@
 ``begin`` sends the browser to the provider with a state, nonce and PKCE verifier kept in
 the session; ``complete`` takes the provider's answer, validates the ID token (cronsvc.oidc),
 checks the e-mail domain and returns the member, provisioned on first sign-in with the
-configuration's default role. ``password_login_refusal`` is the "SSO required" rule of the
-password log-in, with owners as the break-glass exception (docs/sso.md).
+configuration's default role; the link is re-checked at every sign-in. The session it opens
+reaches that organization only (apps.accounts.signin_scope). ``password_login_refusal``
+is what remains of the "SSO required" rule at the password log-in (docs/sso.md).
 """
 
 import time
@@ -21,6 +22,7 @@ from cronsvc.delivery.guard import outbound_policy
 
 from .models import Membership, Organization, OrganizationSSO, SSOIdentity, User
 from .services import record_audit
+from .signin_scope import Scope, scope_of
 
 PENDING = "sso_pending"  # session key: {state: {...}} of the sign-ins under way
 PENDING_TTL_SECONDS = 600
@@ -140,7 +142,9 @@ def complete(request, *, now=None):
         raise
     except oidc.OIDCError as exc:
         raise SSOError(exc.code, exc.message, organization) from exc
-    signed_in = request.user if request.user.is_authenticated else None
+    # Connecting an account needs its owner logged in by password: another organization's
+    # provider (a session it opened) does not vouch for the person here.
+    signed_in = request.user if request.user.is_authenticated and scope_of(request).password else None
     return provision(config, email, claims, signed_in_user=signed_in, now=now), data["next"]
 
 
@@ -170,7 +174,9 @@ def provision(config, email, claims, *, signed_in_user=None, now=None):
     organization, issuer = config.organization, oidc.normalize_issuer(config.issuer)
     identity = SSOIdentity.objects.select_related("user").filter(issuer=issuer, subject=claims["sub"]).first()
     created_user = False
-    if identity is None:
+    if identity is not None:
+        _recheck_link(identity.user, config, signed_in_user)
+    else:
         user = User.objects.filter(email__iexact=email).first()
         if user is None:
             created_user = True
@@ -196,6 +202,25 @@ def provision(config, email, claims, *, signed_in_user=None, now=None):
     return SignIn(user, membership, created_user, created_membership)
 
 
+def _recheck_link(user, config, signed_in_user):
+    """The linking rule again, at every sign-in through an existing link: the provider may
+    sign in an account that is still this organization's member, or that it could link
+    today (see ``_may_link``), and whose address is still at one of its domains. Without
+    this, a person removed from the organization who joined another would stay reachable by
+    the first organization's provider."""
+    organization = config.organization
+    if oidc.email_domain(user.email) not in config.domains:
+        raise SSOError("sso_domain_not_allowed", f"The account linked to this identity ({user.email}) is not at "
+                       f"{', '.join(config.domains)} any more: {organization.name}'s provider may not sign it in.",
+                       organization)
+    if Membership.objects.filter(user=user, organization=organization).exists():
+        return
+    if not _may_link(user, organization, signed_in_user):
+        raise SSOError("sso_account_exists", f"The account linked to this identity is no longer a member of "
+                       f"{organization.name} and reaches other organizations: log in to it with your password "
+                       "first, then choose \"Sign in with SSO\" to connect it again.", organization)
+
+
 def _may_link(user, organization, signed_in_user):
     """An organization's provider can assert any e-mail address: it may take over an existing
     account only when the person is logged in to it right now (connecting it), or when the
@@ -211,14 +236,20 @@ def _may_link(user, organization, signed_in_user):
 
 
 def password_login_refusal(user):
-    """The organization whose required SSO forbids ``user`` a password log-in, else None.
+    """The organization whose required SSO leaves a password log-in of ``user`` nothing to
+    act in, else None.
 
-    Break-glass: an owner of that organization may still log in with a password (and their
+    An organization's policy governs that organization only (apps.accounts.signin_scope): a
+    password session reaches every other organization of the person, so the log-in itself
+    is refused only when *each* of their organizations refuses it. Break-glass: an owner of
+    an organization requiring SSO still acts there after a password log-in (and their
     two-factor code), so a broken provider configuration never locks an organization out.
     """
-    required = (Membership.objects.filter(user=user, organization__sso__required=True, organization__sso__enabled=True)
-                .select_related("organization").order_by("created_at"))
-    return next((m.organization for m in required if m.role != Membership.Role.OWNER), None)
+    scope = Scope(password=True)
+    memberships = list(Membership.objects.filter(user=user).select_related("organization__sso")
+                       .order_by("created_at", "pk"))
+    refused = [m.organization for m in memberships if scope.refusal(m) is not None]
+    return refused[0] if memberships and len(refused) == len(memberships) else None
 
 
 def break_glass_organizations(user):

@@ -11,8 +11,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
-from apps.api.actor import RANK, Role, actor_for_membership, membership_for
+from apps.api.actor import RANK, Role, actor_for_membership, session_membership
 from apps.accounts.models import Membership
+from apps.accounts.signin_scope import scope_of
 
 SESSION_KEY = "organization_id"  # also read by apps.api.permissions
 
@@ -20,18 +21,26 @@ __all__ = ["Role", "RANK", "member_view", "require_role", "current_membership", 
 
 
 def current_membership(request):
-    """The membership chosen in this session, else the user's oldest; None without one."""
+    """The membership chosen in this session, else the user's oldest, among those the
+    session's log-in reaches (apps.accounts.signin_scope); None without one."""
+    return session_membership_or_refusal(request)[0]
+
+
+def session_membership_or_refusal(request):
+    """(membership, None), or (None, why the session's log-in reaches none)."""
     chosen = request.session.get(SESSION_KEY)
-    membership = membership_for(request.user, chosen) if chosen else None
-    if membership is None:
-        membership = membership_for(request.user)
-        if membership is not None:
-            request.session[SESSION_KEY] = str(membership.organization_id)
-    return membership
+    membership, refusal = session_membership(request.user, scope_of(request), chosen)
+    if membership is not None and str(membership.organization_id) != str(chosen):
+        request.session[SESSION_KEY] = str(membership.organization_id)
+    return membership, refusal
 
 
-def memberships_of(user):
-    return Membership.objects.filter(user=user).select_related("organization").order_by("organization__name")
+def memberships_of(user, scope=None):
+    """The user's memberships by organization name; with ``scope`` (a session's sign-in
+    scope) only those that session may act in."""
+    memberships = (Membership.objects.filter(user=user).select_related("organization__sso")
+                   .order_by("organization__name"))
+    return [m for m in memberships if scope is None or scope.refusal(m) is None]
 
 
 def member_view(view=None, *, role=Role.VIEWER):
@@ -45,7 +54,9 @@ def member_view(view=None, *, role=Role.VIEWER):
         @login_required
         @wraps(func)
         def wrapper(request, *args, **kwargs):
-            membership = current_membership(request)
+            membership, refusal = session_membership_or_refusal(request)
+            if refusal is not None:
+                return render(request, "web/sign_in_scope.html", {"refusal": refusal}, status=403)
             if membership is None:
                 return render(request, "web/no_organization.html", status=403)
             if membership.organization.suspended:

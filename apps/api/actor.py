@@ -59,13 +59,36 @@ def actor_for_api_key(api_key):
     return Actor(api_key.organization, role, api_key=api_key, project_ids=project_ids)
 
 
-def membership_for(user, organization_id=None):
+def membership_for(user, organization_id=None, scope=None):
     """The user's membership in the organization they chose (X-Organization header), or
-    their oldest one. None when they belong to no (such) organization."""
-    memberships = Membership.objects.filter(user=user).select_related("organization__plan")
+    their oldest one. None when they belong to no (such) organization. With ``scope`` (a
+    session's sign-in scope, apps.accounts.signin_scope) only a membership that session may
+    act in counts."""
+    memberships = Membership.objects.filter(user=user).select_related("organization__plan", "organization__sso")
     if organization_id:
         memberships = memberships.filter(organization_id=organization_id)
-    return memberships.order_by("created_at", "pk").first()
+    memberships = memberships.order_by("created_at", "pk")
+    if scope is None:
+        return memberships.first()
+    return next((m for m in memberships if scope.refusal(m) is None), None)
+
+
+def session_membership(user, scope, chosen=None, *, strict=False):
+    """(membership, refusal) of a browser session: the chosen organization's membership when
+    the session's sign-in ``scope`` reaches it. Otherwise, with ``strict`` (a choice made in
+    this very request), None and the reason; without it, the oldest membership the session
+    reaches (None and the reason when there is none)."""
+    membership = membership_for(user, chosen) if chosen else None
+    refusal = scope.refusal(membership) if membership is not None else None
+    if membership is not None and refusal is None:
+        return membership, None
+    if strict and chosen:
+        return None, refusal
+    fallback = membership_for(user, None, scope)
+    if fallback is None and refusal is None:
+        first = membership_for(user)
+        refusal = scope.refusal(first) if first is not None else None
+    return fallback, (refusal if fallback is None else None)
 
 
 def actor_for_membership(membership):

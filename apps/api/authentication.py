@@ -2,12 +2,14 @@
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from apps.accounts.models import ApiKey, Organization, plan_model
-from apps.api import keycache
+from apps.api import keycache, ratelimit
+from apps.api.audit import client_ip
 from apps.sql import rows
 from cronsvc.apikeys import secret_matches, split_key
 
@@ -35,7 +37,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         keyword, _, token = header.partition(" ")
         if keyword.lower() != self.keyword.lower():
             return None  # no key: let the session try
-        api_key, counted = self._usable_key(token.strip())
+        try:
+            api_key, counted = self._usable_key(token.strip())
+        except InvalidApiKey:
+            refuse_failed_key(request)
+            raise
         request.counted_rate_limit = counted  # PlanRateThrottle's count, when the key cache made it
         _touch(api_key)
         return AnonymousUser(), actor_for_api_key(api_key)
@@ -57,6 +63,24 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if api_key is None or not api_key.is_usable():
             raise InvalidApiKey()
         return api_key, counted
+
+
+FAILURES = "api-key-failures"  # the counter's name in apps.api.ratelimit
+
+
+class TooManyFailedKeys(exceptions.Throttled):
+    default_detail = "Too many requests with an invalid API key from this address."
+
+
+def refuse_failed_key(request):
+    """Count a failed key authentication of the client's address; past
+    API_KEY_FAILURES_PER_IP in API_KEY_FAILURE_WINDOW seconds, answer 429 with Retry-After
+    (code ``throttled``) instead of 401. Only failures are counted: a valid key costs nothing
+    here, and a 429 never says whether the key was right."""
+    window = settings.API_KEY_FAILURE_WINDOW
+    ident = client_ip(request) or "unknown"
+    if ratelimit.hit(FAILURES, ident, window=window) > settings.API_KEY_FAILURES_PER_IP:
+        raise TooManyFailedKeys(wait=ratelimit.count(FAILURES, ident, window=window)[1])
 
 
 def _rate_limit_of(api_key):

@@ -13,7 +13,9 @@ import uuid
 
 from rest_framework import exceptions, permissions
 
-from .actor import Role, actor_for_membership, membership_for
+from apps.accounts.signin_scope import scope_of
+
+from .actor import Role, actor_for_membership, session_membership
 
 
 class OrganizationSuspended(exceptions.PermissionDenied):
@@ -42,13 +44,20 @@ def resolve_actor(request):
     return actor
 
 
+class OutOfSignInScope(exceptions.PermissionDenied):
+    """The session's log-in does not reach this organization (apps.accounts.signin_scope)."""
+
+
 def _session_actor(request):
-    chosen = request.headers.get("X-Organization") or request.session.get("organization_id")
+    header = request.headers.get("X-Organization")
+    chosen = header or request.session.get("organization_id")
     try:
         chosen = uuid.UUID(str(chosen)) if chosen else None
     except ValueError:
         raise NoOrganization() from None
-    membership = membership_for(request.user, chosen)
+    membership, refusal = session_membership(request.user, scope_of(request), chosen, strict=bool(header))
+    if refusal is not None:
+        raise OutOfSignInScope(refusal.message, refusal.code)
     if membership is None:
         raise NoOrganization()
     if membership.organization.suspended:

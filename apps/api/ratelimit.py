@@ -2,11 +2,14 @@
 every web process shares them; process memory in the embedded mode's single web process).
 
 The pages count log-ins, SSO starts and test runs here, the monitors' ping fast lane
-every ping: so it sits in apps.api, below both.
+every ping, the API failed key authentications: so it sits in apps.api, below both.
+``send_wait`` is the one limit of every action that sends a message on request (password
+reset, invitations, channel tests).
 """
 
 import time
 
+from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 
@@ -83,3 +86,29 @@ def _redis_client(cache):
 def reset(name, ident, *, window):
     key, _ = _key(name, ident, window, clock())
     caches[CACHE_ALIAS].delete(key)
+
+
+# --- messages sent on request
+
+SEND_WINDOW = 3600
+
+
+def send_wait(*, address=None, organization=None, client=None):
+    """Count one message an action is about to send on request (a password reset, an
+    invitation, a channel test): None when it may go, else the seconds until it may (and
+    nothing is counted). Limited per hour to one recipient ``address`` (an e-mail address,
+    or a channel's "channel:<id>"), for one ``organization`` and asked by one ``client``
+    address (MAIL_PER_ADDRESS_PER_HOUR, MAIL_PER_ORGANIZATION_PER_HOUR,
+    MAIL_PER_CLIENT_PER_HOUR). The count never depends on whether the address has an
+    account: a refusal tells nothing about it."""
+    checks = [(name, str(ident).strip().lower(), limit) for name, ident, limit in (
+        ("send-address", address, settings.MAIL_PER_ADDRESS_PER_HOUR),
+        ("send-organization", getattr(organization, "pk", organization), settings.MAIL_PER_ORGANIZATION_PER_HOUR),
+        ("send-client", client, settings.MAIL_PER_CLIENT_PER_HOUR)) if ident]
+    for name, ident, limit in checks:
+        sent, seconds_left = count(name, ident, window=SEND_WINDOW)
+        if sent >= limit:
+            return seconds_left
+    for name, ident, _ in checks:
+        hit(name, ident, window=SEND_WINDOW)
+    return None

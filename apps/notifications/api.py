@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from django_filters import rest_framework as df
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status, viewsets
+from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.api import ratelimit
 from apps.api.base import ApiViewMixin, StrictModelSerializer, StrictSerializer
 from apps.api.filters import FilterBackend
 from apps.api.pagination import NewestFirstCursorPagination
@@ -108,6 +109,9 @@ class ChannelViewSet(ApiViewMixin, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def test(self, request, pk=None):
         channel = self.get_object()
+        wait = ratelimit.send_wait(address=f"channel:{channel.pk}", organization=channel.organization_id)
+        if wait is not None:  # per channel and per organization (MAIL_PER_*_PER_HOUR)
+            raise exceptions.Throttled(wait=wait, detail="Too many test messages: try again later.")
         result, detail = services.test_channel(channel)
         self.audit("channel.test", channel, {"status": result})
         return Response({"status": result, "detail": detail})

@@ -9,9 +9,11 @@ another organization's ids are 404.
 from __future__ import annotations
 
 from django.contrib import messages
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from apps.api import ratelimit
 from apps.api.audit import audit
 from apps.jobs.models import Job
 from apps.api.access import Role, member_view, require_role
@@ -117,6 +119,12 @@ def channel_delete(request, pk):
 def channel_test(request, pk):
     channel = get_object_or_404(_channels(request), pk=pk)
     require_role(request, Role.DEVELOPER)
+    wait = ratelimit.send_wait(address=f"channel:{channel.pk}", organization=channel.organization_id)
+    if wait is not None:  # per channel and per organization (MAIL_PER_*_PER_HOUR)
+        response = HttpResponse(f"Too many test messages: try again in {max(1, -(-wait // 60))} minutes.",
+                                status=429, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(wait)
+        return response
     status, detail = services.test_channel(channel)
     audit(request, "channel.test", channel, {"status": status})
     if not request.headers.get("HX-Request"):  # without JavaScript: the answer as a message

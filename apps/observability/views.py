@@ -27,7 +27,8 @@ def readyz(request):
     """Readiness: database and broker reachable, migrations applied. The processes'
     heartbeats are shown, not judged: a web process can serve without a live worker. Clock
     skew (this process's, and each live process's at its last beat) is a warning, not a
-    failure: the database's clock decides what is due, whatever a process's says."""
+    failure: the database's clock decides what is due, whatever a process's says. The
+    details are shown only to the callers /metrics admits (``_disclosed``)."""
     checks = run_checks()
     ready = all(value == "ok" for value in checks.values())
     body = {"status": "ok" if ready else "unavailable", "checks": checks, "warnings": []}
@@ -36,7 +37,13 @@ def readyz(request):
         if checks["migrations"] == "ok":  # the heartbeats table exists
             body["processes"] = heartbeats.snapshot(reading.at)
         body["warnings"] = clock_warnings(body["clock"], body.get("processes", {}))
-    return JsonResponse(body, status=200 if ready else 503)
+    return JsonResponse(_disclosed(request, body), status=200 if ready else 503)
+
+
+def _disclosed(request, body):
+    """Anonymous callers learn the status only; the checks' texts, hosts, PIDs, queues,
+    workers and clocks go to the callers /metrics admits (METRICS_TOKEN or METRICS_ALLOWED_IPS)."""
+    return body if _refuse(request) is None else {"status": body["status"]}
 
 
 @never_cache

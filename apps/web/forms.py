@@ -4,6 +4,7 @@ go through the REST API's serializers instead (see views/)."""
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 
 from apps.api import ratelimit
@@ -41,13 +42,14 @@ class SignupForm(forms.Form):
         return data
 
 
-class RateLimitedAuthenticationForm(AuthenticationForm):
-    """Django's log-in form, refusing once an IP or an account had too many failures."""
+class LoginRateLimit:
+    """The limits of every password log-in form (the pages' /login/ and the admin's
+    /admin/login/): refused once an IP or an account had too many failures. A refused form
+    has ``rate_limited`` and ``retry_after`` (seconds) for the view's 429."""
 
-    error_messages = {
-        **AuthenticationForm.error_messages,
-        "rate_limited": "Too many failed log-in attempts. Try again in %(minutes)s minutes.",
-    }
+    rate_limited = False
+    retry_after = None
+    rate_limited_message = "Too many failed log-in attempts. Try again in %(minutes)s minutes."
 
     def clean(self):
         window = settings.LOGIN_RATE_WINDOW
@@ -63,8 +65,8 @@ class RateLimitedAuthenticationForm(AuthenticationForm):
         for name, ident, limit in limits:
             failures, seconds_left = ratelimit.count(name, ident, window=window)
             if failures >= limit:
-                self.rate_limited = True
-                raise forms.ValidationError(self.error_messages["rate_limited"], code="rate_limited",
+                self.rate_limited, self.retry_after = True, seconds_left
+                raise forms.ValidationError(self.rate_limited_message, code="rate_limited",
                                             params={"minutes": max(1, -(-seconds_left // 60))})
         try:
             return super().clean()
@@ -72,6 +74,22 @@ class RateLimitedAuthenticationForm(AuthenticationForm):
             for name, ident, _ in limits:
                 ratelimit.hit(name, ident, window=window)
             raise
+
+
+def rate_limited_response(response, form):
+    """The log-in page answered for a form the limits refused: 429 with Retry-After."""
+    if form is not None and getattr(form, "rate_limited", False):
+        response.status_code = 429
+        response["Retry-After"] = str(form.retry_after)
+    return response
+
+
+class RateLimitedAuthenticationForm(LoginRateLimit, AuthenticationForm):
+    """Django's log-in form under the log-in limits."""
+
+
+class RateLimitedAdminAuthenticationForm(LoginRateLimit, AdminAuthenticationForm):
+    """The admin's log-in form (staff only) under the same limits, counted in the same counters."""
 
 
 class ResetForm(PasswordResetForm):

@@ -26,6 +26,11 @@ def test_healthz_answers(client):
     assert response.json() == {"status": "ok"}
 
 
+@pytest.fixture(autouse=True)
+def _details_shown(metrics_open):
+    """The test client (127.0.0.1) is an address /metrics admits: /readyz shows it its details."""
+
+
 def test_readyz_is_ok_with_database_broker_and_migrations(client):
     response = client.get("/readyz")
     assert response.status_code == 200, response.content
@@ -90,7 +95,8 @@ def test_readyz_fails_when_the_database_is_down():
         "r = Client().get('/readyz');"
         "print(json.dumps({'status': r.status_code, 'body': r.json()}))"
     )
-    env = process_env(DJANGO_SETTINGS_MODULE="config.settings", ALLOWED_HOSTS="testserver", LOG_LEVEL="CRITICAL")
+    env = process_env(DJANGO_SETTINGS_MODULE="config.settings", ALLOWED_HOSTS="testserver", LOG_LEVEL="CRITICAL",
+                      METRICS_ALLOWED_IPS="127.0.0.1/32")
     env["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:{CLOSED_PORT}/cronsvc_nowhere"
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=60)

@@ -136,6 +136,9 @@ def _parse_env_file(path):
     return {key.strip(): value for key, value in pairs}
 
 
+READYZ_TOKEN = "readyz-test-token-0c41"
+
+
 def run_container(tmp_path, service_or_args, env, name):
     args = service_or_args if isinstance(service_or_args, list) else COMPOSE["services"][service_or_args]["command"]
     return Process([str(ENTRYPOINT), *args], env, tmp_path / f"{name}.log")
@@ -143,7 +146,8 @@ def run_container(tmp_path, service_or_args, env, name):
 
 def test_the_entrypoint_runs_the_release_then_every_process_type(tmp_path, fresh_database):
     port = free_port()
-    env = container_environment(fresh_database, tmp_path, PORT=port, WEB_CONCURRENCY=1, WORKER_CONCURRENCY=2)
+    env = container_environment(fresh_database, tmp_path, PORT=port, WEB_CONCURRENCY=1, WORKER_CONCURRENCY=2,
+                                METRICS_TOKEN=READYZ_TOKEN)  # /readyz shows the heartbeats to its bearer
     release = run_container(tmp_path, "release", env, "release")
     assert release.popen.wait(300) == 0, release.output()[-3000:]
     assert "release: migrations applied, static files collected" in release.output()
@@ -184,7 +188,8 @@ def _ready(port):
 
 
 def _alive(port):
-    processes = requests.get(f"http://127.0.0.1:{port}/readyz", timeout=2).json().get("processes", {})
+    processes = requests.get(f"http://127.0.0.1:{port}/readyz", headers={"Authorization": f"Bearer {READYZ_TOKEN}"},
+                             timeout=2).json().get("processes", {})
     return {kind: sum(1 for p in processes.get(kind, []) if p["alive"]) for kind in ("schedulers", "workers")}
 
 

@@ -205,11 +205,11 @@ def _tries(world, client, *, methods):
     return problems, tried
 
 
-@pytest.mark.parametrize("as_", ["session", "api_key"])
+@pytest.mark.parametrize("as_", ["session", "api_key", "sso_session"])
 def test_b_cannot_reach_a(make_tenant, as_, settings):
     settings.OUTBOUND_ALLOW_PRIVATE = False
     world = build_world(make_tenant)
-    client = world.session() if as_ == "session" else world.key_client()
+    client = {"session": world.session, "api_key": world.key_client, "sso_session": world.sso_session}[as_]()
     problems, tried = _tries(world, client, methods=METHODS)
     assert tried > 200
     assert not problems, "\n".join(problems)

@@ -32,6 +32,20 @@ class World:
         client.force_login(self.b.owner)
         return client
 
+    def sso_session(self):
+        """B's owner, also an admin of A, in a session opened by B's single sign-on, asking
+        for A (header and chosen organization): that session must reach nothing of A."""
+        from apps.accounts.signin_scope import SCOPE_KEY
+
+        Membership.objects.create(user=self.b.owner, organization=self.a.organization, role=Membership.Role.ADMIN)
+        client = self.session()
+        session = client.session
+        session[SCOPE_KEY] = {"password": False, "sso": [str(self.b.organization.pk)]}
+        session["organization_id"] = str(self.a.organization.pk)
+        session.save()
+        client.credentials(HTTP_X_ORGANIZATION=str(self.a.organization.pk))
+        return client
+
     def key_client(self):
         _, full = create_api_key(self.b.organization, "intruder", scopes=("read", "write"))
         client = APIClient(raise_request_exception=False)

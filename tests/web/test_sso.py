@@ -232,3 +232,51 @@ def test_starting_sign_ins_is_bounded_per_address(db, monkeypatch):
     client = Client()
     assert [client.post("/sso/", {"identifier": "x@nowhere.test"}).status_code for _ in range(3)] == [400, 400, 429]
     assert 'id="sso-error-code">sso_rate_limited<' in client.post("/sso/", {"identifier": "x"}).content.decode()
+
+
+def test_one_organizations_required_sso_does_not_lock_the_person_out_of_another(tenant, other_tenant):
+    """B requires SSO; the person is a developer in A and in B: their password log-in opens A
+    (the page and the API) and only acting in B is refused, with the reason."""
+    configure(other_tenant, required=True)
+    person = member(tenant, "developer", email="both@example.com")
+    Membership.objects.create(user=person, organization=other_tenant.organization, role="developer")
+
+    client, response = password_login(person)
+
+    assert response.status_code == 302 and client.get("/").status_code == 200
+    a, b = str(tenant.organization.pk), str(other_tenant.organization.pk)
+    assert client.get("/api/v1/jobs/", HTTP_X_ORGANIZATION=a).status_code == 200
+    refused = client.get("/api/v1/jobs/", HTTP_X_ORGANIZATION=b)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "sso_required"
+    switched = client.post("/organization/switch/", {"organization": b}, follow=True)
+    assert "sso_required" in switched.content.decode()
+    page = client.get("/").content.decode()
+    assert tenant.organization.name in page and other_tenant.organization.name not in page
+    # B's owner, by the break-glass rule, still acts in B after a password log-in.
+    Membership.objects.filter(user=person, organization=other_tenant.organization).update(role="owner")
+    assert client.get("/api/v1/jobs/", HTTP_X_ORGANIZATION=b).status_code == 200
+
+
+def test_a_password_session_stops_reaching_an_organization_once_it_requires_sso(tenant, other_tenant):
+    person = member(tenant, "developer", email="both@example.com")
+    Membership.objects.create(user=person, organization=other_tenant.organization, role="admin")
+    client, _ = password_login(person)
+    b = str(other_tenant.organization.pk)
+    assert client.get("/api/v1/jobs/", HTTP_X_ORGANIZATION=b).status_code == 200
+
+    configure(other_tenant, required=True)
+
+    assert client.get("/api/v1/jobs/", HTTP_X_ORGANIZATION=b).status_code == 403
+
+
+def test_the_owner_says_whether_the_provider_enforces_mfa(tenant, owner):
+    configure(tenant)
+    page = owner.get("/settings/sso/").content.decode()
+    assert 'name="idp_enforces_mfa"' in page
+    owner.post("/settings/sso/", {"issuer": "https://idp.example.com", "client_id": "cronsvc",
+                                  "allowed_domains": "example.com", "default_role": "viewer", "enabled": "on",
+                                  "idp_enforces_mfa": "on"})
+    config = OrganizationSSO.objects.get(organization=tenant.organization)
+    assert config.idp_enforces_mfa
+    event = AuditEvent.objects.filter(organization=tenant.organization, action="sso.configuration_saved").last()
+    assert event.data["idp_enforces_mfa"] is True

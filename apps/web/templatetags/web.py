@@ -150,9 +150,10 @@ def organization_switcher(context):
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {"memberships": [], "current": None}
+    from apps.accounts.signin_scope import scope_of
     from apps.api.access import memberships_of
 
     membership = getattr(request, "membership", None)
-    memberships = list(memberships_of(user))
+    memberships = memberships_of(user, scope_of(request))  # the organizations this log-in reaches
     current = membership.organization_id if membership else (memberships[0].organization_id if memberships else None)
     return {"memberships": memberships, "current": current, "csrf_token": context.get("csrf_token")}

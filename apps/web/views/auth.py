@@ -1,23 +1,23 @@
 """Sign-up, log-in, log-out and password reset (invitations: .invitations)."""
 
-from django.contrib.auth import login
+from django import forms
 from django.contrib.auth import views as auth_views
 from django.db import transaction
+from django.http import HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from apps.accounts import otp_views, sso
+from apps.accounts import otp_views, signin_scope, sso
+from apps.api import ratelimit
 from apps.api.audit import client_ip
 from apps.accounts.services import record_audit
 from apps.billing.plans import DEFAULT_PLAN_CODE
 from apps.projects.provisioning import provision_tenant
 
 from apps.api.access import SESSION_KEY
-from ..forms import RateLimitedAuthenticationForm, ResetForm, SignupForm
-
-BACKEND = "django.contrib.auth.backends.ModelBackend"
+from ..forms import RateLimitedAuthenticationForm, ResetForm, SignupForm, rate_limited_response
 
 
 @sensitive_post_parameters("password1", "password2")
@@ -34,7 +34,7 @@ def signup(request):
                                       password=data["password1"], plan_code=DEFAULT_PLAN_CODE)
             record_audit(tenant.organization, "organization.signup", target=tenant.organization,
                          actor_user=tenant.owner, ip=request.META.get("REMOTE_ADDR") or None)
-        login(request, tenant.owner, backend=BACKEND)
+        signin_scope.sign_in(request, tenant.owner, by_password=True)
         request.session[SESSION_KEY] = str(tenant.organization.pk)
         # Rendered, not redirected: the first API key is shown this once and never again.
         return render(request, "web/auth/welcome.html", {"tenant": tenant})
@@ -48,8 +48,8 @@ class LoginView(auth_views.LoginView):
 
     def form_invalid(self, form):
         response = super().form_invalid(form)
-        response.status_code = 429 if getattr(form, "rate_limited", False) else 400
-        return response
+        response.status_code = 400
+        return rate_limited_response(response, form)
 
     def form_valid(self, form):
         user = form.get_user()
@@ -57,13 +57,16 @@ class LoginView(auth_views.LoginView):
         if refused is not None:
             return refused
         if otp_views.has_two_factor(user):  # the password was right; a code comes next
-            return otp_views.start_second_step(self.request, user, self.get_redirect_url())
-        return super().form_valid(form)
+            return otp_views.start_second_step(self.request, user, self.get_redirect_url(), by_password=True)
+        signin_scope.sign_in(self.request, user, by_password=True)
+        return HttpResponseRedirect(self.get_success_url())
 
 
 def sso_required_response(view, form, user):
-    """The 403 of a password log-in that the member's organization forbids (single sign-on
-    required); an owner's password log-in there is the audited break-glass way in."""
+    """The 403 of a password log-in that would reach none of the person's organizations, each
+    requiring single sign-on (one organization's policy never refuses the log-in to the
+    others: apps.accounts.signin_scope); an owner's password log-in there is the audited
+    break-glass way in."""
     organization = sso.password_login_refusal(user)
     ip = client_ip(view.request)
     if organization is None:
@@ -77,17 +80,43 @@ def sso_required_response(view, form, user):
     return view.render_to_response(context, status=403)
 
 
+def admin_login(request, extra_context=None):
+    """The operators' /admin/login/: Django's admin log-in under the same per-account and
+    per-address limits as /login/ (429 with Retry-After once they are reached)."""
+    from django.contrib import admin
+
+    response = admin.site.login(request, extra_context)  # its login_form is set in config/urls.py
+    form = (getattr(response, "context_data", None) or {}).get("form")
+    return rate_limited_response(response, form)
+
+
 class LogoutView(auth_views.LogoutView):
     next_page = reverse_lazy("web:login")
 
 
-password_reset = auth_views.PasswordResetView.as_view(
-    template_name="web/auth/password_reset.html",
-    form_class=ResetForm,
-    email_template_name="web/email/password_reset.txt",
-    subject_template_name="web/email/password_reset_subject.txt",
-    success_url=reverse_lazy("web:password_reset_done"),
-)
+class PasswordResetView(auth_views.PasswordResetView):
+    """Sends at most MAIL_PER_ADDRESS_PER_HOUR resets to one address (and answers a client
+    asking too often with 429 and Retry-After), whether or not the address has an account."""
+
+    template_name = "web/auth/password_reset.html"
+    form_class = ResetForm
+    email_template_name = "web/email/password_reset.txt"
+    subject_template_name = "web/email/password_reset_subject.txt"
+    success_url = reverse_lazy("web:password_reset_done")
+
+    def form_valid(self, form):
+        wait = ratelimit.send_wait(address=form.cleaned_data["email"], client=client_ip(self.request))
+        if wait is not None:
+            form.add_error(None, forms.ValidationError(
+                "Too many password reset e-mails asked for this address: try again in %(minutes)s minutes.",
+                code="rate_limited", params={"minutes": max(1, -(-wait // 60))}))
+            response = self.render_to_response(self.get_context_data(form=form), status=429)
+            response["Retry-After"] = str(wait)
+            return response
+        return super().form_valid(form)
+
+
+password_reset = PasswordResetView.as_view()
 password_reset_done = auth_views.PasswordResetDoneView.as_view(template_name="web/auth/password_reset_done.html")
 password_reset_confirm = auth_views.PasswordResetConfirmView.as_view(
     template_name="web/auth/password_reset_confirm.html", success_url=reverse_lazy("web:password_reset_complete"))

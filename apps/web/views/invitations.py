@@ -10,7 +10,6 @@ A used, revoked or expired link answers 410 with its code; an unknown one 404.
 """
 
 from django.contrib import messages
-from django.contrib.auth import login
 from django.contrib.auth.forms import SetPasswordForm
 from django.db import IntegrityError, transaction
 from django.shortcuts import redirect, render
@@ -19,14 +18,13 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from apps.accounts import invitations as links
-from apps.accounts import sso
+from apps.accounts import signin_scope, sso
 from apps.accounts.models import User
 from apps.accounts.services import record_audit
 from apps.api.access import SESSION_KEY
 from apps.api.accounts import invitations
 from apps.api.audit import client_ip
 
-BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
 @sensitive_post_parameters("new_password1", "new_password2")
@@ -85,7 +83,7 @@ def _accept(request, invitation, user, *, new_account=False):
         if required_by is not None:  # the password is set, but this organization signs in with SSO
             messages.info(request, f"{required_by.name} signs its members in with single sign-on: continue here.")
             return redirect(f"{reverse('web:sso_login')}?org={required_by.slug}")
-        login(request, user, backend=BACKEND)
+        signin_scope.sign_in(request, user, by_password=True)  # the password just chosen
     request.session[SESSION_KEY] = str(organization.pk)
     messages.success(request, f"You joined {organization.name} as {membership.get_role_display().lower()}."
                      if created else f"You are a member of {organization.name} already.")

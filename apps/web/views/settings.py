@@ -42,7 +42,9 @@ from apps.accounts.apikeys import create_api_key
 from cronsvc.delivery.signing import generate_secret
 from cronsvc.schedules.describe import format_duration
 
-from apps.api.access import SESSION_KEY, Role, member_view, membership_for, require_role
+from apps.accounts.signin_scope import scope_of
+from apps.api.access import SESSION_KEY, Role, member_view, require_role
+from apps.api.actor import session_membership
 from apps.api.pages import TIMEZONES, serializer_context
 
 
@@ -395,8 +397,11 @@ def switch_organization(request):
         chosen = uuid.UUID(request.POST.get("organization", ""))
     except ValueError:
         chosen = None
-    membership = membership_for(request.user, chosen) if chosen else None
-    if membership is None:
+    membership, refusal = (session_membership(request.user, scope_of(request), chosen, strict=True) if chosen
+                           else (None, None))
+    if refusal is not None:  # a member there, but this session's log-in does not reach it
+        messages.error(request, f"{refusal.message} (code: {refusal.code})")
+    elif membership is None:
         messages.error(request, "You are not a member of that organization.")
     else:
         request.session[SESSION_KEY] = str(membership.organization_id)

@@ -6,7 +6,7 @@ import logging
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login
+from django.contrib.auth import logout
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.shortcuts import redirect, render
@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.accounts import sso
+from apps.accounts import otp_views, signin_scope, sso
 from apps.api.audit import audit, client_ip
 from apps.accounts.models import OrganizationSSO
 from apps.accounts.services import record_audit
@@ -22,7 +22,6 @@ from cronsvc.oidc import parse_domains
 
 from apps.api import ratelimit
 from apps.api.access import SESSION_KEY, Role, member_view
-from .auth import BACKEND
 
 log = logging.getLogger(__name__)
 
@@ -70,16 +69,36 @@ def sso_callback(request):
         sign_in, next_url = sso.complete(request)
     except sso.SSOError as error:
         return refusal(request, error)
-    login(request, sign_in.user, backend=BACKEND)
-    request.session[SESSION_KEY] = str(sign_in.membership.organization_id)
-    record_audit(sign_in.membership.organization, "sso.login", target=sign_in.user, actor_user=sign_in.user,
-                 data={"new_member": sign_in.created_membership}, ip=client_ip(request))
+    user, organization = sign_in.user, sign_in.membership.organization
+    code_needed = _two_factor_code_needed(request, user, organization)
+    record_audit(organization, "sso.login", target=user, actor_user=user, ip=client_ip(request),
+                 data={"new_member": sign_in.created_membership, "two_factor_code_asked": code_needed})
     if sign_in.created_membership:
-        messages.success(request, f"Welcome to {sign_in.membership.organization.name}: you joined as "
+        messages.success(request, f"Welcome to {organization.name}: you joined as "
                                   f"{sign_in.membership.get_role_display().lower()}.")
     safe = next_url and url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()},
                                                          require_https=request.is_secure())
-    return redirect(next_url if safe else reverse("web:dashboard"))
+    next_url = next_url if safe else reverse("web:dashboard")
+    if code_needed:
+        if request.user.is_authenticated and request.user.pk != user.pk:
+            logout(request)  # another person's session: nobody is signed in until the code is right
+        request.session[SESSION_KEY] = str(organization.pk)
+        return otp_views.start_second_step(request, user, next_url, organization=organization)
+    # This organization's provider vouched for the person: the session reaches it alone.
+    signin_scope.sign_in(request, user, organization=organization)
+    request.session[SESSION_KEY] = str(organization.pk)
+    return redirect(next_url)
+
+
+def _two_factor_code_needed(request, user, organization):
+    """A person with a confirmed device gives their code after the provider, unless the
+    organization says its provider enforces multi-factor authentication, or they gave it
+    already in this session."""
+    if organization.sso.idp_enforces_mfa or not otp_views.has_two_factor(user):
+        return False
+    same_verified = (request.user.is_authenticated and request.user.pk == user.pk
+                     and getattr(request.user, "is_verified", lambda: False)())
+    return not same_verified
 
 
 # --- the owner's settings page
@@ -109,7 +128,9 @@ def sso_settings(request):
     context = {"config": config, "errors": errors, "values": values, "redirect_uri": sso.redirect_uri(request),
                "roles": OrganizationSSO.DefaultRole.choices,
                "enabled": request.POST.get("enabled") == "on" if request.method == "POST" else getattr(config, "enabled", True),
-               "required": request.POST.get("required") == "on" if request.method == "POST" else getattr(config, "required", False)}
+               "required": request.POST.get("required") == "on" if request.method == "POST" else getattr(config, "required", False),
+               "idp_enforces_mfa": request.POST.get("idp_enforces_mfa") == "on" if request.method == "POST"
+               else getattr(config, "idp_enforces_mfa", False)}
     return render(request, "web/settings/sso.html", context, status=400 if errors else 200)
 
 
@@ -123,6 +144,7 @@ def _save(request, organization, config):
     config.default_role = post.get("default_role", "")
     config.enabled = post.get("enabled") == "on"
     config.required = post.get("required") == "on"
+    config.idp_enforces_mfa = post.get("idp_enforces_mfa") == "on"
     secret = post.get("client_secret", "")
     if secret:
         config.client_secret = secret
@@ -142,5 +164,6 @@ def _save(request, organization, config):
         audit(request, "sso.configuration_saved", organization,
               {"issuer": config.issuer, "client_id": config.client_id, "domains": config.domains,
                "default_role": config.default_role, "enabled": config.enabled, "required": config.required,
+               "idp_enforces_mfa": config.idp_enforces_mfa,
                "secret_changed": bool(secret)})
     return config, {}
