@@ -83,6 +83,9 @@ NOT_SECRET = {
     ("monitors.Monitor", "badge_token"): "the public monitor badge URL's id, made to be embedded",
     ("observability.Heartbeat", "key"): "a process's name (kind:host:pid)",
     ("archives.Archive", "key"): "the archive object's key in the bucket",
+    ("accounts.Invitation", "token_hash"): "a SHA-256 of the invitation link's token, never the token",
+    ("executions.Execution", "lease_token"): "a fencing counter of the run's claims, not a credential",
+    ("executions.Attempt", "superseded_token"): "the fencing counter a superseded worker held",
 }
 
 _BY_MODEL = {}

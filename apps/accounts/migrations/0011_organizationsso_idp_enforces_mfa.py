@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("accounts", "0008_sso_identity"),
+        ("accounts", "0010_direct_adds_become_invitations"),
     ]
 
     operations = [
