@@ -160,6 +160,14 @@ def target():
 
 
 @pytest.fixture
+def metrics_open(settings):
+    """/metrics (and /readyz's details) answer the test client (REMOTE_ADDR 127.0.0.1)."""
+    settings.METRICS_TOKEN = ""
+    settings.METRICS_ALLOWED_IPS = ["127.0.0.1/32"]
+    return settings
+
+
+@pytest.fixture
 def allow_loopback(settings):
     """The address guard refuses loopback by default; the tests' endpoints live there."""
     settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]

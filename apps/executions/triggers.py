@@ -3,8 +3,8 @@
 from datetime import timedelta
 
 from django.db import transaction
-from django.utils import timezone
 
+from apps.sql.clock import database_now
 from . import events, publishing
 from .models import Execution
 from .routing import queue_for
@@ -12,7 +12,7 @@ from .routing import queue_for
 
 def trigger_now(job, *, now=None, trigger=Execution.Trigger.MANUAL, replay_of=None):
     """Create a queued execution for ``job`` and publish it once committed."""
-    now = now or timezone.now()
+    now = now or database_now()  # due now by the clock the worker's claim reads
     queue = queue_for(job.organization.plan.queue, job.region)
     with transaction.atomic():  # the run and its event (when the stream is on) together
         execution = Execution.objects.create(
@@ -39,6 +39,6 @@ def replay(execution, *, now=None):
 @transaction.atomic
 def replay_all(executions, *, now=None):
     """Replay each execution, all or none."""
-    now = now or timezone.now()
+    now = now or database_now()
     # Distinct instants: two replays of one job must not collide on (job, scheduled_for, trigger).
     return [replay(execution, now=now + timedelta(microseconds=i)) for i, execution in enumerate(executions)]

@@ -10,11 +10,11 @@ their own modules (schedule_serializers, request_serializers, links, crontab_imp
 import copy
 
 from django.db import transaction
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
+from apps.sql.clock import database_now
 from apps.sql import rows
 from apps.api.base import StrictModelSerializer, StrictSerializer
 from apps.api.errors import PlanLimitExceeded
@@ -220,7 +220,8 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
 
     @property
     def now(self):
-        return self.context.get("now") or timezone.now()
+        # the database's clock places the first run (docs/architecture.md, "One clock")
+        return self.context.get("now") or database_now()
 
     def to_internal_value(self, data):
         """An http job's ``request`` is required, and reported beside the other missing

@@ -10,6 +10,7 @@ disable) the change alone is made.
 from django.db import transaction
 from django.utils import timezone
 
+from apps.sql.clock import database_now
 from apps.projects import hooks
 
 from .models import Job
@@ -57,7 +58,7 @@ def resume_job(job, *, now=None, plan=None, audit=_no_audit):
     downgrade): it resumes after an upgrade or an edit that brings it within the plan."""
     from .validation import check_resumable
 
-    now = now or timezone.now()
+    now = now or database_now()  # resumed from the database's time, not this process's
     check_resumable(job, plan or job.organization.plan, now)
     job.enabled = True
     job.paused_reason = ""

@@ -23,6 +23,7 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
+from apps.sql.clock import database_now
 from cronsvc import secrets as registry
 
 from . import queries
@@ -161,7 +162,7 @@ def rollback(job, version, *, author, plan, now=None):
     from . import validation
     from .services import reschedule
 
-    now = now or timezone.now()
+    now = now or database_now()  # a rollback reschedules from the database's time
     target = restored(version)
     before = definition(job, stored_dependencies(job))
     candidate = copy.copy(job)

@@ -86,7 +86,8 @@ def test_the_skew_is_reported_in_a_log_warning_the_gauge_and_the_heartbeat(proce
     assert abs(beat.last_seen - clock.database_now()) < timedelta(seconds=5)  # the database's time
 
 
-def test_readyz_warns_about_a_skewed_web_process_and_a_skewed_scheduler(process_clock_ahead, client, settings, db):
+def test_readyz_warns_about_a_skewed_web_process_and_a_skewed_scheduler(process_clock_ahead, client, settings, db,
+                                                                      metrics_open):
     from apps.observability.heartbeats import Beat
 
     settings.CLOCK_SKEW_WARN_SECONDS = 2.0
@@ -101,7 +102,7 @@ def test_readyz_warns_about_a_skewed_web_process_and_a_skewed_scheduler(process_
     assert "scheduler s1" in body["warnings"][1]
 
 
-def test_readyz_has_no_warning_with_clocks_in_step(client, db):
+def test_readyz_has_no_warning_with_clocks_in_step(client, db, metrics_open):  # details: /metrics' callers
     body = client.get("/readyz").json()
     assert body["warnings"] == [] and body["clock"]["skewed"] is False
 
@@ -189,3 +190,35 @@ def test_catch_up_slices_keep_the_policies():
     assert plan.run == due[:3] and plan.skip == [(at, "misfire_cap") for at in due[3:]]
     plan = plan_catch_up(due, now=now, policy="run_once", grace_seconds=420, more=True)
     assert plan.skip == [(at, "misfire_expired") for at in due[:3]] + [(at, "misfire_coalesced") for at in due[3:]]
+
+
+def test_a_web_process_whose_clock_runs_ahead_places_no_first_run_late_and_fires_nothing_early(
+        api, tenant, monkeypatch):
+    """Creating, resuming and triggering a job take the database's time: a web process one
+    hour ahead neither skips the next hour's runs nor queues a manual run in the future."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.executions.models import Execution
+    from apps.jobs.models import Job
+    from apps.sql.clock import database_now
+    from tests.api.conftest import job_body
+
+    real_now = timezone.now
+    monkeypatch.setattr(timezone, "now", lambda: real_now() + timedelta(hours=1))
+    body = job_body(tenant, schedule={"type": "interval", "seconds": 60})
+    created = api.post("/api/v1/jobs/", body, format="json")
+    assert created.status_code == 201, created.content
+    job = Job.objects.get(pk=created.json()["id"])
+    db_now = database_now()
+    assert db_now < job.next_run_at <= db_now + timedelta(seconds=61)
+
+    assert api.post(f"/api/v1/jobs/{job.pk}/pause/").status_code == 200
+    assert api.post(f"/api/v1/jobs/{job.pk}/resume/").status_code == 200
+    job.refresh_from_db()
+    assert job.next_run_at <= database_now() + timedelta(seconds=61)
+
+    assert api.post(f"/api/v1/jobs/{job.pk}/trigger/").status_code in (200, 201, 202)
+    manual = Execution.objects.get(job=job, trigger="manual")
+    assert manual.scheduled_for <= database_now()  # due at once by the clock the worker's claim reads
