@@ -81,6 +81,15 @@ class QoS(kombu_redis.QoS):
             # the database, is published again by the sweeper.
             self._forget_outside_multi(delivery_tag)
 
+    def restore_visible(self, *args, **kwargs):
+        """Redelivering messages left unacknowledged by a dead consumer takes a lock (SET)
+        that Redis at maxmemory refuses: a worker (re)started then must not die of it. The
+        scan runs again at the next poll; meanwhile the sweeper re-sends their runs."""
+        try:
+            return super().restore_visible(*args, **kwargs)
+        except OutOfMemoryError:
+            broker_trouble("oom", "Redis is at maxmemory: unacknowledged messages are restored later")
+
     def _forget_outside_multi(self, delivery_tag):
         """Under maxmemory Redis refuses every command inside MULTI, even the removals
         kombu wraps its ack in; alone they are allowed (they free memory)."""
@@ -149,6 +158,10 @@ class Channel(kombu_redis.Channel):
 
 class Transport(kombu_redis.Transport):
     Channel = Channel
+    # Connecting writes to Redis (the pidbox queue's declare, the restore lock); at
+    # maxmemory those are refused, and Celery takes a channel error at start-up as
+    # unrecoverable and exits. As a connection error it reconnects with back-off instead.
+    connection_errors = kombu_redis.Transport.connection_errors + (OutOfMemoryError,)
 
 
 def _dead_letter(queue, reason, raw):

@@ -25,6 +25,11 @@ class ScriptEnvField(serializers.DictField):
     def __init__(self, **kwargs):
         super().__init__(child=serializers.CharField(max_length=4096, allow_blank=True), **kwargs)
 
+    def get_attribute(self, instance):
+        # {} for a job stored without variables: DRF answers null for a None attribute
+        # without asking to_representation, and the schema says an object
+        return super().get_attribute(instance) or {}
+
     def to_representation(self, value):
         return secrets.find("jobs.Job", "script_env").masked(value or {})
 
