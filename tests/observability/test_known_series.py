@@ -2,13 +2,10 @@
 dashboard shows 0, not "No data"), and the metrics read at scrape time: monitors by state,
 pings by kind, the event stream's outbox backlog."""
 
-import subprocess
-import sys
 import uuid
 
 import pytest
 from django.utils import timezone
-from prometheus_client.parser import text_string_to_metric_families
 
 from apps.eventstream.models import OutboxEntry
 from apps.executions import hooks
@@ -16,39 +13,13 @@ from apps.monitors import pings
 from apps.monitors.models import Monitor, Ping
 from apps.monitors.services import create_monitor
 from apps.observability import metrics
-from tests.support.processes import ROOT, process_env
 
-from .scrape import scrape, value
+from .scrape import fresh_process_metrics, samples_of, scrape, value
 
 pytestmark = pytest.mark.django_db
 
-# A fresh process (nothing has happened in it yet) prints its own /metrics.
-FRESH_SCRAPE = """
-import django
-django.setup()
-from django.test import Client, override_settings
-from django.test.utils import setup_test_environment
-setup_test_environment()
-with override_settings(METRICS_TOKEN="", METRICS_ALLOWED_IPS=["127.0.0.1/32"]):
-    response = Client().get("/metrics")
-assert response.status_code == 200, response.status_code
-print(response.content.decode())
-"""
-
-
-def fresh_process_samples():
-    result = subprocess.run([sys.executable, "-c", FRESH_SCRAPE], cwd=ROOT, env=process_env(), capture_output=True,
-                            text=True, timeout=120, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-    samples = {}
-    for family in text_string_to_metric_families(result.stdout):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return samples
-
-
 def test_a_fresh_process_shows_every_known_series_at_zero():
-    samples = fresh_process_samples()
+    samples = samples_of(fresh_process_metrics())
     expected = [("cronsvc_sweeper_republishes_total", {"reason": "lost"}),
                 ("cronsvc_sweeper_republishes_total", {"reason": "lease_expired"}),
                 ("cronsvc_executions_total", {"status": "succeeded", "error_kind": ""}),

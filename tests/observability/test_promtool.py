@@ -6,6 +6,8 @@ import subprocess
 
 import pytest
 
+from .scrape import fresh_process_metrics
+
 pytestmark = pytest.mark.django_db
 
 
@@ -27,6 +29,14 @@ def test_metrics_pass_promtool_check_metrics(client, metrics_open, tenant):
     response = client.get("/metrics")
     assert response.status_code == 200
     text = response.content.decode()
+    assert 'cronsvc_sweeper_republishes_total{reason="lost"} 0.0' in text
+    result = promtool_check(text)
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+
+
+def test_multiprocess_metrics_pass_promtool_check_metrics(tmp_path):
+    # With PROMETHEUS_MULTIPROC_DIR (production) /metrics adds up the processes' files.
+    text = fresh_process_metrics(PROMETHEUS_MULTIPROC_DIR=tmp_path)
     assert 'cronsvc_sweeper_republishes_total{reason="lost"} 0.0' in text
     result = promtool_check(text)
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
