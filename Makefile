@@ -6,7 +6,7 @@ PORT   ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cronsvc
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test install install-dev services browser sandbox containers model-checker faketime wrk bench soak clean
+.PHONY: run test install install-dev services browser sandbox containers model-checker faketime promtool wrk bench soak clean
 
 # Install only when the requirement files change (a stamp per file set).
 $(BIN)/.base-installed: requirements/base.txt
@@ -32,7 +32,7 @@ run: install
 		$(BIN)/honcho start -f Procfile.embedded
 
 ## make test: the whole suite on real PostgreSQL and Redis (started if not running).
-test: install-dev services browser sandbox containers model-checker faketime
+test: install-dev services browser sandbox containers model-checker faketime promtool
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=test-only-not-secret \
 		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
@@ -62,6 +62,12 @@ model-checker:
 # (SOAK_EXTRA_FAULTS=clock) run a scheduler whose clock is skewed and jumps, with Debian's libfaketime.
 faketime:
 	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || (apt-get update && apt-get install -y faketime)
+
+# /metrics passes Prometheus's own linter, `promtool check metrics` (tests/observability/test_promtool.py),
+# shipped by Debian's prometheus package; its server is stopped and disabled (the tests need only promtool).
+promtool:
+	command -v promtool >/dev/null || (apt-get update && apt-get install -y --no-install-recommends prometheus \
+		&& ((systemctl disable --now prometheus || service prometheus stop) >/dev/null 2>&1 || true))
 
 # The API benchmark (bench/bench_api.py) drives the web process with Debian's wrk.
 wrk:

@@ -79,6 +79,16 @@ def on_hook_failure(count):
     return _hook_failed.fill(count)
 
 
+def hook_name(hook):
+    """How a failing outcome hook is named in logs and ``cronsvc_outcome_hook_errors_total{hook}``."""
+    return f"{getattr(hook, '__module__', '')}.{getattr(hook, '__qualname__', repr(hook))}"
+
+
+def outcome_hook_names():
+    """The names of the outcome hooks registered so far (their error series start at 0)."""
+    return [hook_name(hook) for hook in _hooks]
+
+
 def run_outcome_hooks(outcomes):
     """Call every hook, in registration order, inside the caller's transaction, so what
     they write commits or rolls back with the outcome. A hook that raises (a bug in it,
@@ -108,7 +118,7 @@ def run_outcome_hooks(outcomes):
         except (OperationalError, InterfaceError):
             raise
         except Exception:  # noqa: BLE001 - one hook's bug never stops the recording
-            name = f"{getattr(hook, '__module__', '')}.{getattr(hook, '__qualname__', repr(hook))}"
+            name = hook_name(hook)
             log.exception("outcome hook %s failed on %d runs; recorded without it", name, len(outcomes))
             try:
                 _hook_failed.get()(name)
@@ -128,6 +138,16 @@ def on_tick(hook):
     if hook not in _tick_hooks:
         _tick_hooks.append(hook)
     return hook
+
+
+def tick_hook_part(hook):
+    """The part of a scheduler tick a tick hook is (``cronsvc_loop_errors_total{part}``)."""
+    return f"hook:{getattr(hook, '__module__', '?')}"
+
+
+def tick_hook_parts():
+    """The parts of the tick hooks registered so far."""
+    return [tick_hook_part(hook) for hook in _tick_hooks]
 
 
 def run_tick_hooks(now, on_error=None):

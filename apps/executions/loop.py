@@ -131,7 +131,7 @@ class SchedulerLoop:
             return None
 
     def _hook_failed(self, hook, exc):
-        self._part_failed(f"hook:{getattr(hook, '__module__', '?')}", exc)
+        self._part_failed(hooks.tick_hook_part(hook), exc)
 
     def _part_failed(self, part, exc):
         log.error("scheduler: %s failed (%s: %s); job scheduling goes on", part, exc.__class__.__name__, exc,

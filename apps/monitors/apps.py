@@ -20,3 +20,10 @@ class MonitorsConfig(AppConfig):
         from .retention import purge_pings
 
         on_retention_purge("monitor pings", purge_pings)
+
+        # /metrics shows monitors by state, read at each scrape.
+        from apps.observability.collectors import on_scrape
+
+        from .gauges import MonitorStateCollector
+
+        on_scrape(MonitorStateCollector())

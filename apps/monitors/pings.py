@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
+from apps.observability import metrics
+
 from . import pings_portable, queries, usage
 from .changes import StateChange, record_state_changes
 from .models import BODY_LIMIT, Monitor, Ping
@@ -109,6 +111,7 @@ def record(target, ping, now, *, minute_hits=0):
     if row[3] is not None:
         return Refusal(row[3], per_minute=row[4], per_month=row[5])
     usage.count(target.organization_id, month_of(now), quota=row[6])
+    metrics.PINGS.labels(ping.kind).inc()
     targets.put(ping_id, target._replace(state=result.new_state))
     return result
 

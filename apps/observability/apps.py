@@ -38,5 +38,7 @@ class ObservabilityConfig(AppConfig):
             swept=metrics.record_sweep, backlog=metrics.BACKLOG.set, exited=metrics.process_exited,
             heartbeat=Beat, clock_skew=scheduler_skew, loop_error=metrics.record_loop_error,
         ))
+        # Every labelled series whose label values are known starts at 0.
+        metrics.declare_known_series()
         # The admin index links to the operators' dashboard.
         admin.site.index_template = "observability/admin_index.html"

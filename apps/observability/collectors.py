@@ -1,10 +1,12 @@
 """Metrics computed when /metrics is scraped (web process): Celery queue depths, read from
 the broker (Redis, RabbitMQ or the embedded broker's folder: apps/executions/broker_queues.py),
-and the circuit breakers' states, read from Redis.
+the circuit breakers' states, read from Redis, and the event stream's outbox backlog, read
+from the database. The apps above observability add theirs with ``on_scrape`` (monitors by
+state: apps/monitors/gauges.py).
 
-Both are bounded: the known queues only (one pipelined LLEN each on Redis, one passive
-declare each on RabbitMQ), and at most BREAKER_SCAN_LIMIT breaker keys (SCAN, then
-pipelined HGET)."""
+All are bounded: the known queues only (one pipelined LLEN each on Redis, one passive
+declare each on RabbitMQ), at most BREAKER_SCAN_LIMIT breaker keys (SCAN, then pipelined
+HGET), and the outbox counted up to OUTBOX_COUNT_LIMIT rows."""
 
 import logging
 
@@ -17,6 +19,20 @@ log = logging.getLogger("cronsvc.metrics")
 BREAKER_PREFIX = "cronsvc:cb:"
 BREAKER_SCAN_LIMIT = 10_000
 BREAKER_STATES = ("closed", "open", "half_open")
+OUTBOX_COUNT_LIMIT = 1_000_000
+
+_scrape_collectors = []
+
+
+def on_scrape(collector):
+    """Register a collector (``collect()`` yielding metric families) read at each scrape."""
+    if collector not in _scrape_collectors:
+        _scrape_collectors.append(collector)
+    return collector
+
+
+def scrape_collectors():
+    return [QueueDepthCollector(), BreakerStateCollector(), OutboxBacklogCollector(), *_scrape_collectors]
 
 
 def breaker_states(client):
@@ -63,4 +79,18 @@ class BreakerStateCollector:
                     family.add_metric([state], count)
             except Exception:  # noqa: BLE001 - a scrape must not fail because Redis is down
                 log.warning("circuit breaker states unavailable", exc_info=True)
+        yield family
+
+
+class OutboxBacklogCollector:
+    def collect(self):
+        family = GaugeMetricFamily(
+            "cronsvc_event_outbox_backlog",
+            f"Event stream outbox rows not yet published to Redis (counted up to {OUTBOX_COUNT_LIMIT}).")
+        from apps.eventstream.models import OutboxEntry
+
+        try:
+            family.add_metric([], OutboxEntry.objects.all()[:OUTBOX_COUNT_LIMIT].count())
+        except Exception:  # noqa: BLE001 - a scrape must not fail because the database is down
+            log.warning("event outbox backlog unavailable", exc_info=True)
         yield family

@@ -8,6 +8,9 @@ files of every process on the host; without it, ``/metrics`` shows the web proce
 The scheduler and the workers are hot paths (thousands of runs a second), so they move
 metrics once per batch: ``Counter.inc(n)`` and ``observe_many`` below, never a Python
 loop of ``observe()`` calls with a lock each.
+
+Every labelled series whose label values are known in advance exists at 0 from start-up
+(``declare_known_series``), so a dashboard shows 0, not "No data", before the first event.
 """
 
 import os
@@ -31,6 +34,8 @@ BACKLOG = Gauge(
     "cronsvc_scheduler_backlog", "Jobs due for over a second and not claimed yet (capped count).",
     multiprocess_mode="livemax",
 )
+LOST, LEASE_EXPIRED = "lost", "lease_expired"
+SWEEP_REASONS = (LOST, LEASE_EXPIRED)
 SWEEPER_REPUBLISHES = Counter(
     "cronsvc_sweeper_republishes_total",
     "Runs the sweeper published again: reason=lost (message lost) or lease_expired (worker died).",
@@ -50,11 +55,16 @@ DELIVERY_DURATION = Histogram(
     buckets=DURATION_BUCKETS,
 )
 # A worker's troubles that it rides out instead of exiting (architecture invariant 6).
+#: What a dead letter is counted under: its reason up to the first colon (the reasons
+#: config/celery.py, config/redis_transport.py and apps/executions/tasks.py give).
+DEAD_LETTER_REASONS = ("not JSON", "not a kombu message", "not a Celery task message", "unknown task",
+                       "invalid task", "wrong arguments", "the consumer failed on it")
 DEAD_LETTERS = Counter(
     "cronsvc_dead_letters_total",
     "Messages a worker could not read and put aside (apps/executions/deadletters.py), by reason.",
     ["reason"],
 )
+BROKER_TROUBLES = ("oom", "connection")  # config/redis_transport.py's broker_trouble(kind)
 WORKER_BROKER_ERRORS = Counter(
     "cronsvc_worker_broker_errors_total",
     "Broker troubles a worker rode out: kind=oom (Redis at maxmemory) or connection (lost, reconnecting).",
@@ -65,6 +75,7 @@ HOOK_ERRORS = Counter(
     "Exceptions raised by a hook riding on run outcomes (logged; the outcome is recorded without it).",
     ["hook"],
 )
+LOOP_PARTS = ("heartbeat", "retries", "relay", "sweep")  # apps/executions/loop.py's guarded parts
 LOOP_ERRORS = Counter(
     "cronsvc_loop_errors_total",
     "Parts of a scheduler tick that raised (logged) while job scheduling went on, by part "
@@ -76,10 +87,32 @@ CLOCK_SKEW = Gauge(
     "This process's clock minus the database's (positive: ahead), measured at its last read of the database's time.",
     ["process"], multiprocess_mode="liveall",
 )
+PING_KINDS = ("success", "start", "fail")  # apps.monitors.models.Ping.Kind (a test compares them)
+PINGS = Counter("cronsvc_pings_total", "Monitor pings stored, by kind (refused and unknown ones are not counted).",
+                ["kind"])
 API_LATENCY = Histogram(
     "cronsvc_http_request_duration_seconds", "Web and API request latency by route name, method and status.",
     ["endpoint", "method", "status"], buckets=API_BUCKETS,
 )
+
+
+def declare_known_series():
+    """Create, at 0, every series whose label values are known in advance (called when the
+    app is ready, and again at each scrape for the hooks the apps after observability
+    registered since). Idempotent. Not declared: error kinds (an open set), API routes and
+    statuses, and the clock skew of processes (a gauge at 0 would claim a reading)."""
+    from apps.executions import hooks
+    from cronsvc import statuses
+
+    # An outcome moves a run to one of its final statuses, or back to queued (a retry).
+    for status in sorted(statuses.FINAL | {"queued"}):
+        EXECUTIONS.labels(status, "")
+    for family, values in ((SWEEPER_REPUBLISHES, SWEEP_REASONS), (DEAD_LETTERS, DEAD_LETTER_REASONS),
+                           (WORKER_BROKER_ERRORS, BROKER_TROUBLES), (PINGS, PING_KINDS),
+                           (LOOP_ERRORS, (*LOOP_PARTS, *hooks.tick_hook_parts())),
+                           (HOOK_ERRORS, hooks.outcome_hook_names())):
+        for value in values:
+            family.labels(value)
 
 
 def observe_many(histogram, values):
@@ -114,9 +147,9 @@ def record_dispatch(lags, published):
 
 def record_sweep(recovered, lost):
     if recovered:
-        SWEEPER_REPUBLISHES.labels("lease_expired").inc(recovered)
+        SWEEPER_REPUBLISHES.labels(LEASE_EXPIRED).inc(recovered)
     if lost:
-        SWEEPER_REPUBLISHES.labels("lost").inc(lost)
+        SWEEPER_REPUBLISHES.labels(LOST).inc(lost)
 
 
 def record_loop_error(part):

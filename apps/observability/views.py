@@ -12,7 +12,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from . import heartbeats
-from .collectors import BreakerStateCollector, QueueDepthCollector
+from . import metrics as process_metrics
+from .collectors import scrape_collectors
 from .health import clock_warnings, run_checks, web_clock
 
 
@@ -51,6 +52,7 @@ def metrics(request):
     refusal = _refuse(request)
     if refusal is not None:
         return refusal
+    process_metrics.declare_known_series()  # the hooks registered after observability's ready()
     body = generate_latest(_process_registry()) + generate_latest(_scrape_registry())
     return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
 
@@ -66,10 +68,10 @@ def _process_registry():
 
 
 def _scrape_registry():
-    """What is read from the broker at scrape time (queue depths, circuit breakers)."""
+    """What is read at scrape time (queue depths, circuit breakers, outbox backlog, monitors)."""
     registry = CollectorRegistry()
-    registry.register(QueueDepthCollector())
-    registry.register(BreakerStateCollector())
+    for collector in scrape_collectors():
+        registry.register(collector)
     return registry
 
 

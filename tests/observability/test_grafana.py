@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY
 import apps.observability.metrics  # noqa: F401 - defines the metrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "cronsvc.json"
-SCRAPE_TIME = {"cronsvc_queue_depth", "cronsvc_circuit_breakers"}
+SCRAPE_TIME = {"cronsvc_queue_depth", "cronsvc_circuit_breakers", "cronsvc_event_outbox_backlog", "cronsvc_monitors"}
 SUFFIXES = ("_bucket", "_count", "_sum", "_total")
 
 
