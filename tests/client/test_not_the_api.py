@@ -1,0 +1,172 @@
+"""The command pointed at something that is not cronsvc: a web site, another JSON API, a port
+nothing listens on, a server that never answers, a port that speaks neither HTTP nor TLS.
+Every time: exit code 5 and one sentence on stderr that names the URL and what was wrong,
+never a traceback."""
+
+import json
+import socket
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.client.conftest import Cli
+from tests.support.processes import free_port
+
+pytestmark = pytest.mark.slow
+
+KEY = "csk_live_whatever"
+
+
+@contextmanager
+def answering(status, content_type, body):
+    """An HTTP server answering every request with the same status, type and body."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def answer(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PATCH = do_DELETE = answer
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def listening(on_connection=None):
+    """A TCP port that accepts connections; ``on_connection(socket)`` for each, else the
+    connections wait in the backlog unanswered."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                on_connection(connection)
+
+    if on_connection:
+        threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        listener.close()
+
+
+def speak_garbage(connection):
+    connection.settimeout(5)
+    try:
+        connection.recv(4096)
+        connection.sendall(b"\x00\x17garbage \xff\xfe not a protocol at all\r\n\r\n")
+    except OSError:
+        pass
+
+
+def one_sentence(result, url, *phrases):
+    """Exit 5 and a single line on stderr naming ``url`` and each of ``phrases``."""
+    assert result.code == 5, (result.code, result.err)
+    assert "Traceback" not in result.err
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith(f"Error: {url}") or lines[0].startswith(f"Error: Could not reach {url}"), lines[0]
+    for phrase in phrases:
+        assert phrase in lines[0], (phrase, lines[0])
+    return lines[0]
+
+
+@pytest.mark.parametrize("status, content_type, body, args, phrases", [
+    (200, "text/html", b"<html><body>Welcome to nginx!</body></html>", ("jobs", "list"),
+     ["does not look like a cronsvc API", "GET /api/v1/jobs/ answered HTTP 200 with text/html, not JSON"]),
+    (200, "text/html; charset=utf-8", b"<html>hello</html>", ("jobs", "show", "1"),
+     ["does not look like a cronsvc API", "text/html, not JSON"]),
+    (200, "text/html", b"<html>hello</html>",
+     ("jobs", "create", "--name", "x", "--every", "60", "--url", "https://example.com/"),
+     ["does not look like a cronsvc API", "POST /api/v1/jobs/ answered HTTP 200 with text/html"]),
+    (200, "application/json", b'{"hello": 1}', ("jobs", "list"),
+     ["does not look like a cronsvc API", "answered a JSON object without 'results'"]),
+    (200, "application/json", b'{"hello": 1}', ("jobs", "show", "1"),
+     ["does not look like a cronsvc API", "answered a JSON object without 'id'"]),
+    (200, "application/json", b'{"results": [{"hello": 1}]}', ("monitors", "list"),
+     ["does not look like a cronsvc API", "GET /api/v1/monitors/ answered a JSON object without 'id'"]),
+    (200, "application/json", b'{"results": "none"}', ("projects", "list"),
+     ["does not look like a cronsvc API", "whose 'results' is a string"]),
+    (200, "application/json", b"[1, 2, 3]", ("projects", "list"),
+     ["does not look like a cronsvc API", "answered a JSON list, not an object"]),
+    (200, "application/json", b"[1, 2, 3]", ("next-runs", "1"),
+     ["does not look like a cronsvc API", "answered a JSON list, not an object"]),
+    (200, "application/json", b"{not json", ("jobs", "list"),
+     ["does not look like a cronsvc API", "not valid JSON"]),
+    (200, "application/json", b"", ("jobs", "list"), ["does not look like a cronsvc API", "with nothing"]),
+    (404, "text/html", b"<h1>Not Found</h1>", ("jobs", "show", "1"),
+     ["does not look like a cronsvc API", "answered HTTP 404 (text/html) without the API's error object"]),
+    (404, "application/json", b'{"detail": "Not found."}', ("jobs", "list"),
+     ["does not look like a cronsvc API", "HTTP 404 (application/json) without the API's error object"]),
+    (405, "text/html", b"<h1>Method Not Allowed</h1>", ("jobs", "pause", "1"),
+     ["does not look like a cronsvc API", "POST /api/v1/jobs/1/pause/ answered HTTP 405"]),
+])
+def test_an_answer_that_is_not_the_api_exits_5_with_one_sentence(cronsvc_home, status, content_type, body, args,
+                                                                  phrases):
+    with answering(status, content_type, body) as url:
+        one_sentence(Cli(cronsvc_home, url, KEY)(*args), url, *phrases)
+
+
+def test_the_api_error_object_on_a_4xx_still_exits_as_the_api_says(cronsvc_home):
+    """What tells the API's 4xx answers apart is its error object, not the status."""
+    envelope = json.dumps({"error": {"code": "not_found", "message": "No such job.", "fields": {}}}).encode()
+    with answering(404, "application/json", envelope) as url:
+        result = Cli(cronsvc_home, url, KEY)("jobs", "show", "1")
+    assert result.code == 4 and result.err.strip() == "Error: not_found (HTTP 404): No such job."
+
+
+def test_a_port_nothing_listens_on(cronsvc_home):
+    url = f"http://127.0.0.1:{free_port()}"
+    one_sentence(Cli(cronsvc_home, url, KEY)("jobs", "list"), url, "the connection was refused")
+
+
+def test_a_server_that_accepts_and_never_answers(cronsvc_home):
+    with listening() as port:
+        url = f"http://127.0.0.1:{port}"
+        result = Cli(cronsvc_home, url, KEY)("--timeout", "1", "jobs", "list", timeout=30)
+    one_sentence(result, url, "accepted the connection but did not answer within 1 s")
+
+
+def test_a_port_that_does_not_speak_http(cronsvc_home):
+    with listening(speak_garbage) as port:
+        url = f"http://127.0.0.1:{port}"
+        result = Cli(cronsvc_home, url, KEY)("--timeout", "5", "jobs", "list")
+    one_sentence(result, url, "does not look like a cronsvc API: it did not answer in HTTP")
+
+
+def test_an_https_url_on_a_port_that_does_not_speak_tls(cronsvc_home):
+    with listening(speak_garbage) as port:
+        url = f"https://127.0.0.1:{port}"
+        result = Cli(cronsvc_home, url, KEY)("--timeout", "5", "jobs", "list")
+    one_sentence(result, url, "the TLS handshake failed")
+
+
+def test_a_url_that_is_not_http_is_a_usage_error(cronsvc_home):
+    result = Cli(cronsvc_home, "localhost:8000", KEY)("jobs", "list")
+    assert result.code == 2 and "Traceback" not in result.err
+    assert result.err.strip() == ("Error: 'localhost:8000' is not a server URL: "
+                                  "give one like https://cron.example.com")
