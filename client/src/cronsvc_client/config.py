@@ -25,7 +25,6 @@ from .errors import ConfigError, MissingApiKey
 
 DEFAULT_PROFILE = "default"
 PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-LOGIN_HINT = "run `cronsvc login --url URL --api-key KEY`"
 
 
 @dataclass(frozen=True)
@@ -130,12 +129,11 @@ def resolve(url=None, api_key=None, *, profile=None):
             stored = found[name]
         return getattr(stored, key)
 
-    named = "" if name == DEFAULT_PROFILE else f" --profile {name}"
+    login = "cronsvc login" + ("" if name == DEFAULT_PROFILE else f" --profile {name}") + " --url URL --api-key KEY"
     url = url or os.environ.get("CRONSVC_URL") or from_file("url")
     if not url:
-        raise ConfigError(f"No server URL: give --url, set CRONSVC_URL or {LOGIN_HINT.replace('login', 'login' + named)}.")
+        raise ConfigError(f"No server URL: give --url, set CRONSVC_URL or run `{login}`.")
     api_key = api_key or os.environ.get("CRONSVC_API_KEY") or from_file("api_key")
     if not api_key:
-        raise MissingApiKey(f"No API key: give --api-key, set CRONSVC_API_KEY or "
-                            f"{LOGIN_HINT.replace('login', 'login' + named)}.")
+        raise MissingApiKey(f"No API key: give --api-key, set CRONSVC_API_KEY or run `{login}`.")
     return Settings(url=check_url(url).rstrip("/"), api_key=api_key)
