@@ -3,13 +3,20 @@ nothing listens on, a server that never answers, a port that speaks neither HTTP
 Every time: exit code 5 and one sentence on stderr that names the URL and what was wrong,
 never a traceback."""
 
+import datetime
 import json
 import socket
+import ssl
 import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from ipaddress import IPv4Address
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from tests.client.conftest import Cli
 from tests.support.processes import free_port
@@ -81,6 +88,24 @@ def speak_garbage(connection):
         connection.sendall(b"\x00\x17garbage \xff\xfe not a protocol at all\r\n\r\n")
     except OSError:
         pass
+
+
+def self_signed_certificate(directory):
+    """A certificate for 127.0.0.1 signed by its own key: (certificate file, key file)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+                   .not_valid_after(now + datetime.timedelta(hours=1))
+                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(IPv4Address("127.0.0.1"))]), False)
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+                   .sign(key, hashes.SHA256()))
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
 
 
 def one_sentence(result, url, *phrases):
@@ -170,3 +195,34 @@ def test_a_url_that_is_not_http_is_a_usage_error(cronsvc_home):
     assert result.code == 2 and "Traceback" not in result.err
     assert result.err.strip() == ("Error: 'localhost:8000' is not a server URL: "
                                   "give one like https://cron.example.com")
+
+
+@pytest.fixture
+def tls_garbage(tmp_path):
+    """A port that completes a TLS handshake (a self-signed certificate), then speaks garbage."""
+    cert_file, key_file = self_signed_certificate(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+
+    def handshake_then_garbage(connection):
+        connection.settimeout(5)
+        try:
+            with context.wrap_socket(connection, server_side=True) as tls:
+                speak_garbage(tls)
+        except OSError:
+            pass
+
+    with listening(handshake_then_garbage) as port:
+        yield f"https://127.0.0.1:{port}", cert_file
+
+
+def test_a_tls_port_with_a_certificate_nobody_trusts(cronsvc_home, tls_garbage):
+    url, _ = tls_garbage
+    result = Cli(cronsvc_home, url, KEY)("--timeout", "5", "jobs", "list")
+    one_sentence(result, url, "the TLS handshake failed (", "self-signed certificate")
+
+
+def test_a_tls_port_speaking_garbage_once_trusted(cronsvc_home, tls_garbage):
+    url, cert_file = tls_garbage
+    result = Cli(cronsvc_home, url, KEY)("--timeout", "5", "jobs", "list", env={"REQUESTS_CA_BUNDLE": str(cert_file)})
+    one_sentence(result, url, "does not look like a cronsvc API: it did not answer in HTTP")
