@@ -109,7 +109,7 @@ def read_json_file(path):
 @click.version_option(__version__, prog_name="cronsvc")
 @click.option("--url", metavar="URL", help="The server (wins over CRONSVC_URL and the config file).")
 @click.option("--api-key", metavar="KEY", help="The API key (wins over CRONSVC_API_KEY and the config file).")
-@click.option("--profile", metavar="NAME", envvar="CRONSVC_PROFILE",
+@click.option("--profile", metavar="NAME",
               help="The config file's profile to use [env: CRONSVC_PROFILE; default: the default one].")
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait for each request.")
 @click.pass_context
@@ -128,7 +128,7 @@ def cli(ctx, url, api_key, profile, timeout):
 @click.option("--url", metavar="URL", help="The server, e.g. https://cron.example.com (or the global --url).")
 @click.option("--api-key", metavar="KEY", help="An API key (csk_live_...); asked for when left out.")
 @click.option("--profile", metavar="NAME", help="Save it as this profile (default: the global --profile, "
-                                                "else the default profile).")
+                                                "else CRONSVC_PROFILE, else the default profile).")
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the key with one request first.")
 @click.pass_obj
 def login(obj, url, api_key, profile, verify):
@@ -137,7 +137,7 @@ def login(obj, url, api_key, profile, verify):
     if not url:
         raise click.UsageError("Missing option '--url'.")
     api_key = api_key or obj.get("api_key") or click.prompt("Api key", hide_input=True)
-    profile = profile or obj.get("profile") or DEFAULT_PROFILE
+    profile = selected_profile(profile or obj.get("profile"))
     client = Client(url, api_key, timeout=obj.get("timeout", 30.0))
     if verify:
         list(client.list_projects(limit=1))

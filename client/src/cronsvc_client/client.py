@@ -141,7 +141,16 @@ class Client:
 
     def _one(self, model, method, path, **kwargs):
         """One object of the API as a ``model``."""
-        return model.from_api(self.request(method, path, expect=model.expected_keys(), **kwargs))
+        body = self.request(method, path, expect=model.expected_keys(), **kwargs)
+        return self._model(model, f"{method} /api/v1/{path.lstrip('/')}", body)
+
+    def _model(self, model, what, data):
+        """``model.from_api(data)``; NotTheApi when a field is not what the API sends (a date that is not one)."""
+        try:
+            return model.from_api(data)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise NotTheApi(self.url, f"{what} answered a {model.__name__.lower()} the client cannot read "
+                                      f"({exc.__class__.__name__}: {exc})") from None
 
     def paginate(self, path, params=None, *, limit=None, page_size=None, item_keys=None):
         """Every item of a list, page after page, for both page-number and cursor lists: the
@@ -169,8 +178,10 @@ class Client:
 
     def _list(self, model, path, filters=None, *, limit=None, page_size=None):
         """The items of a list as ``model`` objects, fetched as the caller iterates."""
-        return (model.from_api(item) for item in self.paginate(path, filters, limit=limit, page_size=page_size,
-                                                               item_keys=model.expected_keys()))
+        what = f"GET /api/v1/{path.lstrip('/')}"
+        return (self._model(model, what, item) for item in self.paginate(path, filters, limit=limit,
+                                                                        page_size=page_size,
+                                                                        item_keys=model.expected_keys()))
 
     # -- projects ---------------------------------------------------------------------
 
