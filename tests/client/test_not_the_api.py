@@ -230,3 +230,14 @@ def test_a_tls_port_speaking_garbage_once_trusted(cronsvc_home, tls_garbage):
     url, cert_file = tls_garbage
     result = Cli(cronsvc_home, url, KEY)("--timeout", "5", "jobs", "list", env={"REQUESTS_CA_BUNDLE": str(cert_file)})
     one_sentence(result, url, "does not look like a cronsvc API: it did not answer in HTTP")
+
+
+def test_the_python_client_raises_not_the_api_with_the_same_sentence():
+    from cronsvc_client import Client, NetworkError, NotTheApi
+
+    with answering(200, "application/json", b'{"hello": 1}') as url:
+        with pytest.raises(NotTheApi) as raised:
+            Client(url, KEY).get_project("1")
+    assert isinstance(raised.value, NetworkError) and raised.value.url == url
+    assert str(raised.value) == (f"{url} does not look like a cronsvc API: GET /api/v1/projects/1/ answered "
+                                 "a JSON object without 'id'.")
