@@ -13,12 +13,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import cronsvc_client
 import pytest
 import requests
 
 from tests.support.processes import free_port, start_procfile_process, wait_for
 
 CRONSVC = Path(sys.executable).parent / "cronsvc"  # installed by requirements/dev.txt (-e ./client)
+# The sources the tests import: the command runs them too (a worktree's with PYTHONPATH set).
+CLIENT_SOURCES = Path(cronsvc_client.__file__).resolve().parents[1]
 # Runs go to tests/support/target.py on 127.0.0.1; everything else stays refused.
 LOCAL_TARGETS = {"OUTBOUND_ALLOWED_NETWORKS": "127.0.0.0/8"}
 
@@ -87,7 +90,8 @@ class Result:
 
 class Cli:
     """Runs `cronsvc ARGS` in a process of its own with an environment of its own: only
-    PATH, a private HOME (so the config file is the test's) and the CRONSVC_* given."""
+    PATH, a private HOME (so the config file is the test's) and the CRONSVC_* given. The
+    shared virtualenv's command runs the client sources this process imported."""
 
     def __init__(self, home, url=None, api_key=None, executable=CRONSVC):
         self.home, self.url, self.api_key, self.executable = Path(home), url, api_key, executable
@@ -98,6 +102,8 @@ class Cli:
 
     def environment(self, **extra):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home), "LANG": "C.UTF-8"}
+        if Path(self.executable) == CRONSVC:
+            env["PYTHONPATH"] = str(CLIENT_SOURCES)
         if self.url:
             env["CRONSVC_URL"] = self.url
         if self.api_key:

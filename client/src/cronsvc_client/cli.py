@@ -7,7 +7,7 @@ import click
 
 from . import __version__
 from .client import MAX_PAGE_SIZE, Client
-from .config import config_path, write_config
+from .config import DEFAULT_PROFILE, config_path, profiles, selected_profile, write_config
 from .errors import EXIT_API_ERROR, EXIT_OK, EXIT_USAGE, ApiError, CronsvcError
 from .output import emit_line, emit_list, emit_one, output_option, stream_header, table, to_json
 
@@ -55,7 +55,8 @@ def client_of(ctx):
     """The client, built on first use so `--help` and usage errors need no configuration."""
     obj = ctx.ensure_object(dict)
     if "client" not in obj:
-        obj["client"] = Client.from_environment(timeout=obj.get("timeout", 30.0))
+        obj["client"] = Client.from_environment(obj.get("url"), obj.get("api_key"), profile=obj.get("profile"),
+                                                timeout=obj.get("timeout", 30.0))
     return obj["client"]
 
 
@@ -106,33 +107,64 @@ def read_json_file(path):
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cronsvc")
+@click.option("--url", metavar="URL", help="The server (wins over CRONSVC_URL and the config file).")
+@click.option("--api-key", metavar="KEY", help="The API key (wins over CRONSVC_API_KEY and the config file).")
+@click.option("--profile", metavar="NAME",
+              help="The config file's profile to use [env: CRONSVC_PROFILE; default: the default one].")
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait for each request.")
 @click.pass_context
-def cli(ctx, timeout):
+def cli(ctx, url, api_key, profile, timeout):
     """cronsvc: your cron jobs, their runs and monitors from a shell.
 
-    Reads CRONSVC_URL and CRONSVC_API_KEY, else the config file `cronsvc login` writes.
+    Each setting comes from --url/--api-key, else CRONSVC_URL/CRONSVC_API_KEY, else the
+    profile (--profile, CRONSVC_PROFILE, else the default one) of the config file
+    `cronsvc login` writes.
     Exit codes: 0 ok, 1 API error (4xx), 2 usage, 3 auth (401/403), 4 not found, 5 server or network.
     """
-    ctx.ensure_object(dict)["timeout"] = timeout
+    ctx.ensure_object(dict).update(url=url, api_key=api_key, profile=profile, timeout=timeout)
 
 
 @cli.command()
-@click.option("--url", required=True, help="The server, e.g. https://cron.example.com")
-@click.option("--api-key", prompt=True, hide_input=True, help="An API key (csk_live_...); asked for when left out.")
+@click.option("--url", metavar="URL", help="The server, e.g. https://cron.example.com (or the global --url).")
+@click.option("--api-key", metavar="KEY", help="An API key (csk_live_...); asked for when left out.")
+@click.option("--profile", metavar="NAME", help="Save it as this profile (default: the global --profile, "
+                                                "else CRONSVC_PROFILE, else the default profile).")
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Check the key with one request first.")
-def login(url, api_key, verify):
-    """Save the server URL and API key in the config file (mode 600)."""
+@click.pass_obj
+def login(obj, url, api_key, profile, verify):
+    """Save the server URL and API key in the config file (mode 600), as a profile."""
+    url = url or obj.get("url")
+    if not url:
+        raise click.UsageError("Missing option '--url'.")
+    api_key = api_key or obj.get("api_key") or click.prompt("Api key", hide_input=True)
+    profile = selected_profile(profile or obj.get("profile"))
+    client = Client(url, api_key, timeout=obj.get("timeout", 30.0))
     if verify:
-        Client(url, api_key).request("GET", "projects/", params={"page_size": 1})
-    path = write_config(url.rstrip("/"), api_key)
-    click.echo(f"Logged in to {url.rstrip('/')}; saved to {path}")
+        list(client.list_projects(limit=1))
+    path = write_config(client.url, api_key, profile=profile)
+    named = "" if profile == DEFAULT_PROFILE else f" as profile {profile}"
+    click.echo(f"Logged in to {client.url}{named}; saved to {path}")
 
 
 @cli.command("config-path")
 def config_path_command():
     """Print where the config file is (or would be)."""
     click.echo(str(config_path()))
+
+
+PROFILE_COLUMNS = [("", lambda r: "*" if r["active"] else ""), ("PROFILE", lambda r: r["name"]),
+                   ("URL", lambda r: r["url"]), ("KEY", lambda r: "set" if r["has_api_key"] else "none")]
+
+
+@cli.command("profiles")
+@output_option
+@click.pass_obj
+def profiles_command(obj, output):
+    """List the config file's profiles (never their keys); * marks the one in use."""
+    active = selected_profile(obj.get("profile"))
+    rows = [{"name": item.name, "url": item.url, "has_api_key": bool(item.api_key), "active": item.name == active}
+            for item in profiles().values() if item.name != DEFAULT_PROFILE or item.url or item.api_key]
+    click.echo(to_json(rows) if output == "json" else table(rows, PROFILE_COLUMNS))
 
 
 # -- projects -------------------------------------------------------------------------

@@ -33,6 +33,16 @@ class NetworkError(CronsvcError):
     exit_code = EXIT_SERVER
 
 
+class NotTheApi(NetworkError):
+    """Something answered at the URL, but not the cronsvc API (a web page, another JSON API,
+    a 404 page of another server): the URL is most likely wrong."""
+
+    def __init__(self, url, what):
+        super().__init__(f"{url} does not look like a cronsvc API: {what}.")
+        self.url = url
+        self.what = what
+
+
 class ApiError(CronsvcError):
     """An error answer of the API."""
 
@@ -55,15 +65,21 @@ class ApiError(CronsvcError):
         return EXIT_API_ERROR
 
 
-def error_from_response(response):
-    """The ApiError for an error response, whether or not its body is the API's envelope
-    (a proxy's 502 page has none)."""
+def error_envelope(response):
+    """The ``error`` object of an answer in the API's envelope, else None."""
     try:
         body = response.json()
     except ValueError:
-        body = None
+        return None
     error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict):
+    return error if isinstance(error, dict) and isinstance(error.get("code"), str) else None
+
+
+def error_from_response(response):
+    """The ApiError for an error response, whether or not its body is the API's envelope
+    (a proxy's 502 page has none)."""
+    error = error_envelope(response)
+    if error is None:
         text = (response.text or response.reason or "").strip()[:200]
         return ApiError(response.status_code, f"http_{response.status_code}", text or "no error body")
     extra = {key: value for key, value in error.items() if key not in ("code", "message", "fields")}

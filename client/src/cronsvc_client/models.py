@@ -19,6 +19,18 @@ def parse_datetime(value):
 
 
 class Model:
+    #: Keys every object of this kind has; by default the fields without a default value.
+    EXPECTED_KEYS = None
+
+    @classmethod
+    def expected_keys(cls):
+        """``key -> None`` for the keys the API always sends (Client checks answers with it)."""
+        keys = cls.EXPECTED_KEYS
+        if keys is None:
+            keys = [item.name for item in dataclasses.fields(cls)
+                    if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING]
+        return dict.fromkeys(keys)
+
     @classmethod
     def from_api(cls, data):
         hints = typing.get_type_hints(cls)
@@ -154,6 +166,7 @@ class Ping(Model):
 
 @dataclass
 class NextRuns(Model):
+    EXPECTED_KEYS = ("runs",)
     runs: list = field(default_factory=list)  # [{"at": UTC ISO, "local": in the schedule's zone}]
     description: str = ""
     raw: dict = field(default_factory=dict, repr=False)
@@ -161,6 +174,7 @@ class NextRuns(Model):
 
 @dataclass
 class CrontabImport(Model):
+    EXPECTED_KEYS = ("jobs", "errors")
     dry_run: bool = True
     jobs: list = field(default_factory=list)  # [{"line", "id" (None on a dry run), "name", ...}]
     errors: list = field(default_factory=list)  # [{"line", "text", "code", "reason"}]
