@@ -10,7 +10,7 @@ from django.utils import timezone
 JOBS_PER_TENANT = 500
 
 
-def load(*, seed, jobs, interval, target_url, start):
+def load(*, seed, jobs, interval, target_url, start, burst=None):
     from apps.billing.models import Plan
     from apps.jobs.models import Job
     from apps.projects.provisioning import provision_tenant
@@ -32,6 +32,17 @@ def load(*, seed, jobs, interval, target_url, start):
             max_attempts=3, retry_initial_delay_seconds=1, retry_max_delay_seconds=2,
             next_run_at=anchor, created_at=timezone.now(),
         ))
+    if burst is not None:  # (due at, how many, interval): every one due at that very second
+        at, count, every = burst
+        for n in range(count):
+            tenant = tenants[n % len(tenants)]
+            rows.append(Job(
+                project=tenant.project, organization=tenant.organization, name=f"soak burst job {n}",
+                schedule_type=Job.ScheduleType.INTERVAL, interval_seconds=every, start_at=at,
+                url=f"{target_url}/hook/burst-{n}", method=Job.Method.GET, timeout_seconds=5,
+                max_attempts=3, retry_initial_delay_seconds=1, retry_max_delay_seconds=2,
+                next_run_at=at, created_at=timezone.now(),
+            ))
     with transaction.atomic():
         Job.objects.bulk_create(rows, batch_size=1000)
     return [t.organization.id for t in tenants]
