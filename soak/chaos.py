@@ -310,12 +310,15 @@ class Driver:
         return raw_count + len(POISON_TASKS)
 
     def _victim(self, name):
-        """The planned victim, unless it is paused, skewed or already down: then another of its kind."""
+        """The planned victim, unless it is paused, skewed or already down: then another of
+        its kind, one with a faked clock rather than a paused one (a kill would cut a pause
+        short; a faked scheduler comes back with its clock as faked)."""
         process = self.processes[name]
         if process.alive() and name not in self.stopped and not process.overrides:
             return process
         others = [p for p in self.processes.values()
-                  if p.kind == process.kind and p.alive() and p.name not in self.stopped and not p.overrides]
+                  if p.kind == process.kind and p.alive() and p.name not in self.stopped]
+        others.sort(key=lambda p: bool(p.overrides))
         return others[0] if others else process
 
     def _close(self, fault, **extra):

@@ -43,18 +43,21 @@ def parse_args(argv):
     parser.add_argument("--broker", choices=("redis", "rabbitmq"), default=os.environ.get("SOAK_BROKER", "redis"),
                         help="the Celery broker (SOAK_BROKER, default redis); with rabbitmq a private RabbitMQ "
                              "node is the broker, Redis keeps the limits, and the chaos restarts both")
-    parser.add_argument("--extra-faults", default=os.environ.get("SOAK_EXTRA_FAULTS", ""),
-                        help="comma-separated opt-in faults (SOAK_EXTRA_FAULTS): clock (a scheduler 30 s ahead "
-                             "under libfaketime), jump (a running scheduler's clock jumps 1 h ahead for 20 s), "
-                             "lease (a worker paused past its lease), proxy (connections to PostgreSQL and Redis "
-                             "cut, then each blackholed 8 s), burst (300 runs due at the same second)")
+    parser.add_argument("--extra-faults", default=os.environ.get("SOAK_EXTRA_FAULTS", "all"),
+                        help="issue 34's faults, comma-separated, all (the default) or none (SOAK_EXTRA_FAULTS): "
+                             "clock (a scheduler 30 s ahead under libfaketime), jump (a running scheduler's clock "
+                             "jumps 1 h ahead for 20 s), lease (a worker paused past its lease), proxy "
+                             "(connections to PostgreSQL and Redis cut, then each blackholed 8 s), burst (300 "
+                             "runs due at the same second)")
     parser.add_argument("--worker-concurrency", type=int, default=4)
     parser.add_argument("--drain-timeout", type=float, default=240)
     parser.add_argument("--workdir", help="where logs go (default: a new temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory even when the soak passes")
     parser.add_argument("--summary", help="also write the Markdown summary to this file")
     args = parser.parse_args(argv)
-    args.extra_faults = tuple(f for f in args.extra_faults.replace(" ", "").split(",") if f)
+    names = [f for f in args.extra_faults.replace(" ", "").split(",") if f]
+    args.extra_faults = (chaos.EXTRA_FAULTS if names == ["all"] else () if names in ([], ["none"])
+                         else tuple(names))
     unknown = set(args.extra_faults) - set(chaos.EXTRA_FAULTS)
     if unknown:
         parser.error(f"unknown extra faults: {', '.join(sorted(unknown))} (known: {', '.join(chaos.EXTRA_FAULTS)})")
@@ -297,6 +300,7 @@ class Soak:
             f"Machine: {os.cpu_count()} CPUs, {_cpu_model()}, load average before the soak {self.load_before}; "
             f"broker {'RabbitMQ' if self.rabbitmq else 'Redis'}; "
             f"web, 2 schedulers, 2 workers (concurrency {a.worker_concurrency}), housekeeping; "
+            f"issue 34's faults: {', '.join(a.extra_faults) or 'none'}; "
             f"verdict: **{'PASS' if findings.ok else 'FAIL'}**",
             "",
             "| invariant | result | detail |",

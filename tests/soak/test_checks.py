@@ -242,3 +242,13 @@ def test_a_clock_fault_whose_scheduler_hung_fails():
         findings = checks.Findings()
         checks.check_clock_faults(findings, [dict(fault)], lambda name, start, end: hung)
         assert not findings.ok
+
+
+def test_issue_34_faults_are_on_by_default_and_can_be_turned_off(monkeypatch):
+    from soak.run import parse_args
+
+    monkeypatch.delenv("SOAK_EXTRA_FAULTS", raising=False)
+    assert parse_args(["--extra-faults", "none"]).extra_faults == ()
+    assert parse_args(["--extra-faults", "lease,burst"]).extra_faults == ("lease", "burst")
+    if chaos.faketime_library() is not None:
+        assert parse_args([]).extra_faults == chaos.EXTRA_FAULTS
