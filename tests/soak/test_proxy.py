@@ -48,6 +48,15 @@ def echo(sock, payload=b"ping"):
     return sock.recv(4096)
 
 
+def assert_reset(sock):
+    """The proxy closed it: ECONNRESET, or the peer gone on the next write."""
+    with pytest.raises(OSError):
+        for _ in range(20):
+            if not echo(sock):
+                raise ConnectionResetError("closed")
+            time.sleep(0.05)
+
+
 def test_it_forwards_and_a_cut_resets_every_connection(proxy):
     popen, port = proxy
     first, second = connect(port), connect(port)
@@ -55,11 +64,7 @@ def test_it_forwards_and_a_cut_resets_every_connection(proxy):
     assert echo(second, b"pong") == b"pong"
     popen.send_signal(signal.SIGUSR1)
     for sock in (first, second):
-        with pytest.raises(OSError):  # reset: ECONNRESET, or the peer gone on the next write
-            for _ in range(20):
-                if not echo(sock):
-                    raise ConnectionResetError("closed")
-                time.sleep(0.05)
+        assert_reset(sock)
     assert echo(connect(port)) == b"ping"  # new connections pass again
 
 
@@ -76,9 +81,5 @@ def test_a_blackhole_accepts_never_forwards_and_its_end_resets_what_it_held(prox
     popen.send_signal(signal.SIGHUP)
     time.sleep(0.3)
     for sock in (before, during):
-        with pytest.raises(OSError):
-            for _ in range(20):
-                if not echo(sock):
-                    raise ConnectionResetError("closed")
-                time.sleep(0.05)
+        assert_reset(sock)
     assert echo(connect(port)) == b"ping"
