@@ -58,8 +58,8 @@ containers:
 model-checker:
 	(command -v spin && command -v gcc) >/dev/null || (apt-get update && apt-get install -y spin gcc)
 
-# The one-clock test (tests/scheduler/test_faketime.py) and the soak's opt-in clock fault
-# (SOAK_EXTRA_FAULTS=clock) run a scheduler whose clock is skewed and jumps, with Debian's libfaketime.
+# The one-clock test (tests/scheduler/test_faketime.py) and the soak's clock faults
+# (SOAK_EXTRA_FAULTS clock, jump) run a scheduler whose clock is skewed and jumps, with Debian's libfaketime.
 faketime:
 	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || (apt-get update && apt-get install -y faketime)
 

@@ -18,6 +18,9 @@ messages it cannot read, and never exits because of them (architecture invariant
   the database covers what the broker's note would have: the run's lease ends and the
   sweeper hands it back. Logged at most every ``OOM_LOG_INTERVAL`` seconds, counted
   always (``cronsvc_worker_broker_errors_total{kind="oom"}``).
+- A worker (re)started while Redis is at maxmemory cannot declare its queues: the
+  refusal counts as a connection error (``Transport.connection_errors``), so it retries
+  until Redis has memory again instead of exiting.
 - Poison messages. A message that is not JSON, not kombu's envelope, or that Celery's
   consumer fails on, used to end the worker ("Unrecoverable error") and, under honcho,
   every other process. Here it is dead-lettered (apps/executions/deadletters.py) and
@@ -158,9 +161,11 @@ class Channel(kombu_redis.Channel):
 
 class Transport(kombu_redis.Transport):
     Channel = Channel
-    # Connecting writes to Redis (the pidbox queue's declare, the restore lock); at
-    # maxmemory those are refused, and Celery takes a channel error at start-up as
-    # unrecoverable and exits. As a connection error it reconnects with back-off instead.
+    # Redis at maxmemory refusing what a worker needs to start consuming (declaring its
+    # queues: LLEN inside MULTI; binding them: SADD) is a broker that cannot serve yet, as
+    # one that is down: Celery retries the connection with its backoff instead of calling
+    # the error unrecoverable and exiting (found by the chaos soak: a worker restarted
+    # while Redis was full). What consuming meets at maxmemory is handled above (QoS).
     connection_errors = kombu_redis.Transport.connection_errors + (OutOfMemoryError,)
 
 

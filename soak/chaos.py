@@ -5,6 +5,7 @@ import random
 import signal
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 #: PostgreSQL aborts a claim transaction idle this long (apps/executions/scheduler.py):
 #: a scheduler paused longer than that must find its claim gone, not act on it.
@@ -19,20 +20,34 @@ POISON_RAW = (b"this is not json", b"\xff\xfe not even utf-8", b'{"execution_ids
 POISON_TASKS = (("apps.executions.tasks.no_such_task", [["poison"]]),
                 ("apps.executions.tasks.run_executions", ["not a list of ids"]))
 
-#: The opt-in faults of issue 34 (``--extra-faults``, SOAK_EXTRA_FAULTS): ``clock`` restarts
-#: a scheduler under libfaketime with its clock SKEW_SECONDS ahead for SKEW_FOR seconds
-#: (it must fire nothing early); ``lease`` pauses a worker (SIGSTOP) for LEASE_PAUSE_SECONDS,
-#: longer than a run's lease (the soak's jobs: 5 s timeout + 5 s margin), then resumes it
-#: (its runs are taken back and sent again once, never for ever).
-EXTRA_FAULTS = ("clock", "lease")
+#: Issue 34's faults (``--extra-faults``, SOAK_EXTRA_FAULTS):
+#: ``clock`` restarts a scheduler under libfaketime with its clock SKEW_SECONDS ahead for
+#: SKEW_FOR seconds (it must fire nothing early);
+#: ``jump`` restarts a scheduler under libfaketime on true time, then steps its wall clock
+#: JUMP_SECONDS ahead while it runs and JUMP_FOR seconds later back (its monotonic clock
+#: stays true, as when NTP steps a host's clock); a faked scheduler must see its skew and go
+#: on claiming runs (checks.check_clock_faults), or the fault proved nothing;
+#: ``lease`` pauses a worker (SIGSTOP) for LEASE_PAUSE_SECONDS, longer than a run's lease
+#: (the soak's jobs: 5 s timeout + 5 s margin), then resumes it (its runs are taken back and
+#: sent again once, never for ever);
+#: ``proxy`` puts soak/proxy.py in front of PostgreSQL and of Redis for the platform's
+#: processes and, on each, cuts every connection once and blackholes it for BLACKHOLE_SECONDS;
+#: ``burst`` makes BURST_JOBS more jobs due at the same second (a long interval: one run each).
+EXTRA_FAULTS = ("clock", "jump", "lease", "proxy", "burst")
 SKEW_SECONDS, SKEW_FOR = 30, 30.0
+JUMP_SECONDS, JUMP_FOR, JUMP_SETTLE = 3600, 20.0, 5.0
 LEASE_PAUSE_SECONDS = 25.0
+BLACKHOLE_SECONDS = 8.0
+BURST_JOBS, BURST_INTERVAL = 300, 3600
+#: The services behind a proxy: (the fault table's name, the driver's key).
+PROXIED = (("PostgreSQL", "postgres"), ("Redis", "redis"))
 
 
 @dataclass(order=True)
 class Event:
     at: float  # seconds after the soak's start
-    action: str = field(compare=False)  # kill, restart, stop, cont, redis, postgres, rabbitmq, skew, unskew
+    action: str = field(compare=False)  # kill, restart, stop, cont, redis, postgres, rabbitmq, skew, unskew,
+    # jump_arm, jump, unjump, cut, blackhole, unblackhole, burst
     target: str = field(default="", compare=False)
 
 
@@ -60,7 +75,7 @@ def plan(seed, duration, schedulers, workers, rabbitmq=False, extra=()):
         events.append(Event(t, "kill", victim))
         events.append(Event(t + rng.uniform(2, 5), "restart", victim))
     events.append(Event(rng.uniform(0.3, 0.4) * duration, "redis"))
-    paused = rng.choice([v for v in victims if v.startswith("scheduler")])
+    paused = paused_scheduler = rng.choice([v for v in victims if v.startswith("scheduler")])
     stop_at = 0.5 * duration
     events.append(Event(stop_at, "stop", paused))
     events.append(Event(stop_at + CLAIM_IDLE_SECONDS + 5, "cont", paused))
@@ -77,13 +92,43 @@ def plan(seed, duration, schedulers, workers, rabbitmq=False, extra=()):
     if "lease" in extra:
         paused, at = rng.choice([v for v in victims if v.startswith("worker")]), rng.uniform(0.55, 0.6) * duration
         events += [Event(at, "stop", paused), Event(at + LEASE_PAUSE_SECONDS, "cont", paused)]
+    if "jump" in extra:  # not the scheduler paused mid-soak; after the skew is over
+        schedulers = [v for v in victims if v.startswith("scheduler")]
+        jumper = rng.choice([v for v in schedulers if v != paused_scheduler] or schedulers)
+        skew_end = max((e.at for e in events if e.action == "unskew"), default=0.0)
+        at = max(rng.uniform(0.6, 0.65) * duration, skew_end + JUMP_SETTLE + 1)
+        events += [Event(at - JUMP_SETTLE, "jump_arm", jumper), Event(at, "jump", jumper),
+                   Event(at + JUMP_FOR, "unjump", jumper)]
+    if "proxy" in extra:
+        for (_, service), (low, high) in zip(PROXIED, ((0.38, 0.42), (0.44, 0.48))):
+            events.append(Event(rng.uniform(low, high) * duration, "cut", service))
+        for (_, service), (low, high) in zip(PROXIED, ((0.78, 0.8), (0.82, 0.84))):
+            at = rng.uniform(low, high) * duration
+            events += [Event(at, "blackhole", service), Event(at + BLACKHOLE_SECONDS, "unblackhole", service)]
+    if "burst" in extra:
+        events.append(Event(burst_at(duration), "burst"))
     return sorted(events)
+
+
+def burst_at(duration):
+    """When the burst's jobs are all due: a whole second (their anchor), a third of the way in."""
+    return float(round(0.33 * duration))
 
 
 def faketime_library():
     """libfaketime's preload library (Debian's libfaketime), or None."""
     found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1") + glob.glob("/usr/lib/faketime/libfaketime.so.1"))
     return found[0] if found else None
+
+
+def faketime_env(base_env, **settings):
+    """The environment of a process whose wall clock libfaketime fakes (``settings``:
+    FAKETIME or FAKETIME_TIMESTAMP_FILE...) while its monotonic clock stays true, with
+    soak/faketime_site's time.sleep (see there why)."""
+    site = str(Path(__file__).with_name("faketime_site"))
+    path = base_env.get("PYTHONPATH")
+    return {"LD_PRELOAD": faketime_library(), "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            "PYTHONPATH": f"{site}:{path}" if path else site, **settings}
 
 
 #: The services the driver restarts: (name in the fault table, what the restart does).
@@ -95,9 +140,11 @@ RESTARTS = {
 
 
 class Driver:
-    def __init__(self, processes, postgres, redis, log, rabbitmq=None):
+    def __init__(self, processes, postgres, redis, log, rabbitmq=None, proxies=None, workdir=None):
         self.processes = {p.name: p for p in processes}
         self.services = {"postgres": postgres, "redis": redis, "rabbitmq": rabbitmq}
+        self.proxies = proxies or {}  # {"postgres"/"redis": FaultProxy}
+        self.workdir = workdir
         self.log = log
         self.stopped = set()
         self.faults = []  # {"fault", "at", "until"}: wall-clock start and end of each fault
@@ -178,18 +225,63 @@ class Driver:
         elif event.action in ("skew", "unskew"):
             process = self.processes[event.target]
             skew = event.action == "skew"
-            # (the monotonic clock is shifted too: with FAKETIME_DONT_FAKE_MONOTONIC, libfaketime
-            # 0.9.10 fails every time.sleep of Python 3.11 with EINVAL)
-            process.overrides = {"LD_PRELOAD": faketime_library(), "FAKETIME": f"+{SKEW_SECONDS}s"} if skew else {}
+            process.overrides = faketime_env(process.env, FAKETIME=f"+{SKEW_SECONDS}s") if skew else {}
             process.kill()
-            process.start()
             if skew:
                 self.faults.append({"fault": f"clock +{SKEW_SECONDS} s {process.name}", "kind": "clock", "at": now,
-                                    "until": None, "target": process.name})
+                                    "until": None, "target": process.name, "log_from": process.log_size()})
             else:
-                self._close(f"clock +{SKEW_SECONDS} s {process.name}")
+                self._close(f"clock +{SKEW_SECONDS} s {process.name}", log_until=process.log_size())
+            process.start()
             self.log(f"t={offset}s restarted {process.name} with its clock "
                      + (f"{SKEW_SECONDS} s ahead (libfaketime)" if skew else "true again"))
+
+        elif event.action in ("jump_arm", "jump", "unjump"):
+            self._jump(event, now, offset)
+        elif event.action in ("cut", "blackhole", "unblackhole"):
+            proxy, name = self.proxies[event.target], dict((k, n) for n, k in PROXIED)[event.target]
+            if event.action == "cut":
+                proxy.cut()
+                self.faults.append({"fault": f"{name} connections cut", "kind": f"{event.target}-net", "at": now,
+                                    "until": now})
+                self.log(f"t={offset}s every connection to {name} reset (proxy)")
+            elif event.action == "blackhole":
+                proxy.blackhole()
+                self.faults.append({"fault": f"{name} blackholed", "kind": f"{event.target}-net", "at": now,
+                                    "until": None})
+                self.log(f"t={offset}s {name} blackholed (proxy: accepts, never forwards)")
+            else:
+                proxy.restore()
+                self._close(f"{name} blackholed")
+                self.log(f"t={offset}s {name} reachable again (the blackholed connections reset)")
+        elif event.action == "burst":
+            self.faults.append({"fault": f"burst of {BURST_JOBS} runs due at once", "kind": "burst", "at": now,
+                                "until": now})
+            self.log(f"t={offset}s {BURST_JOBS} runs due at this second")
+
+    def _jump(self, event, now, offset):
+        """A running scheduler's wall clock stepped JUMP_SECONDS ahead and, JUMP_FOR seconds
+        later, back (libfaketime re-reads its timestamp file; the monotonic clock stays true,
+        as when NTP steps a host's clock)."""
+        process = self.processes[event.target]
+        stamp = self.workdir / f"faketime-{process.name}"
+        fault = f"clock jump +{JUMP_SECONDS // 3600} h {process.name}"
+        if event.action == "jump_arm":
+            stamp.write_text("+0\n")
+            process.overrides = faketime_env(process.env, FAKETIME_TIMESTAMP_FILE=str(stamp),
+                                             FAKETIME_CACHE_DURATION="1")
+            process.kill()
+            process.start()
+            self.log(f"t={offset}s restarted {process.name} under libfaketime, on true time")
+        elif event.action == "jump":
+            self.faults.append({"fault": fault, "kind": "clock", "at": now, "until": None, "target": process.name,
+                                "log_from": process.log_size()})
+            stamp.write_text(f"+{JUMP_SECONDS}\n")
+            self.log(f"t={offset}s {process.name}'s clock jumped {JUMP_SECONDS} s ahead (running)")
+        else:
+            stamp.write_text("+0\n")
+            self._close(fault, log_until=process.log_size())
+            self.log(f"t={offset}s {process.name}'s clock jumped back to true time (running)")
 
     def _send_poison(self):
         """Push the poison onto the workers' queue in the broker: raw bytes (RabbitMQ: a
@@ -218,16 +310,20 @@ class Driver:
         return raw_count + len(POISON_TASKS)
 
     def _victim(self, name):
-        """The planned victim, unless it is paused, skewed or already down: then another of its kind."""
+        """The planned victim, unless it is paused, skewed or already down: then another of
+        its kind, one with a faked clock rather than a paused one (a kill would cut a pause
+        short; a faked scheduler comes back with its clock as faked)."""
         process = self.processes[name]
         if process.alive() and name not in self.stopped and not process.overrides:
             return process
         others = [p for p in self.processes.values()
-                  if p.kind == process.kind and p.alive() and p.name not in self.stopped and not p.overrides]
+                  if p.kind == process.kind and p.alive() and p.name not in self.stopped]
+        others.sort(key=lambda p: bool(p.overrides))
         return others[0] if others else process
 
-    def _close(self, fault):
+    def _close(self, fault, **extra):
         for record in reversed(self.faults):
             if record["fault"] == fault and record["until"] is None:
                 record["until"] = time.time()
+                record.update(extra)
                 return

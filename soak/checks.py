@@ -1,5 +1,6 @@
 """The invariants, checked from the database and the target's log after the drain."""
 
+import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -8,11 +9,14 @@ from datetime import datetime, timedelta
 #: Faults that can make a worker send a request again: the worker died mid-request or was
 #: paused past its lease, or the database or the broker went away between the request and
 #: its recording. (Only where the schema records no take-backs: see check_requests.)
-RESENDING_FAULTS = ("worker", "postgres", "redis", "worker-pause")
+RESENDING_FAULTS = ("worker", "postgres", "redis", "worker-pause", "postgres-net", "redis-net")
 #: A request is cut off by a fault that strikes while it is in flight or before its
 #: outcome is recorded: from just before its arrival (clocks, the target's own latency)
 #: until its timeout (5 s in the soak) plus the recording has passed.
 IN_FLIGHT_BEFORE, IN_FLIGHT_AFTER = 1.0, 15.0
+#: A job whose next run is overdue by more than this when the soak stops the jobs was left
+#: behind (no scheduler claimed it): longer than any single fault holds the schedulers up.
+LEFT_BEHIND_SECONDS = 20.0
 
 
 @dataclass
@@ -50,16 +54,28 @@ def expected_occurrences(start_at, interval, next_run_at):
     return out
 
 
-def check_occurrences(findings, final_jobs, executions):
+def check_occurrences(findings, final_jobs, executions, disabled_at=None):
+    """Each job's occurrences up to the next run it would have made, as of ``disabled_at``
+    (when the soak stopped the jobs), have exactly one execution each. A job whose next run
+    was already LEFT_BEHIND_SECONDS overdue then was left behind: the occurrences it never
+    got to (up to that mark) count as lost too, or a job no scheduler ever claimed again
+    would pass unseen."""
     by_occurrence = Counter((e["job_id"], e["scheduled_for"]) for e in executions if e["trigger"] == "schedule")
     expected = set()
     off_grid_next = 0
+    left_behind = 0
     for job_id, (start_at, interval, next_run_at) in final_jobs.items():
         occurrences = expected_occurrences(start_at, interval, next_run_at)
         expected.update((job_id, at) for at in occurrences)
         if next_run_at is not None and (next_run_at - start_at).total_seconds() % interval:
             off_grid_next += 1
-    lost = len(expected - set(by_occurrence))
+        if disabled_at is not None and next_run_at is not None:
+            mark = disabled_at - LEFT_BEHIND_SECONDS
+            at = next_run_at
+            while at.timestamp() <= mark:
+                left_behind += 1
+                at += timedelta(seconds=interval)
+    lost = len(expected - set(by_occurrence)) + left_behind
     doubled = sum(n - 1 for n in by_occurrence.values() if n > 1)
     unexpected = len(set(by_occurrence) - expected)
     findings.figures.append(("occurrences due in the window", f"{len(expected):,}"))
@@ -67,7 +83,8 @@ def check_occurrences(findings, final_jobs, executions):
     findings.tally["doubled"] = findings.tally.get("doubled", 0) + doubled
     findings.check("every occurrence has exactly one execution row",
                    lost == 0 and doubled == 0 and unexpected == 0 and off_grid_next == 0,
-                   f"lost: {lost}, doubled: {doubled}, rows for no due occurrence: {unexpected}, "
+                   f"lost: {lost} ({left_behind} left behind: overdue by over {LEFT_BEHIND_SECONDS:.0f} s when "
+                   f"the jobs stopped), doubled: {doubled}, rows for no due occurrence: {unexpected}, "
                    f"jobs whose next run is off their grid: {off_grid_next}")
 
 
@@ -140,6 +157,26 @@ def check_early(findings, requests, executions):
     findings.tally["early"] = len(leads)
     findings.check("nothing fires before it is due", not leads,
                    f"early requests: {len(leads)}" + (f" (up to {max(leads):.2f} s early)" if leads else ""))
+
+
+def check_clock_faults(findings, faults, read_log):
+    """A scheduler whose clock was skewed or jumped must have run while it was: logged its
+    skew (apps/observability/clock.py) and claimed runs. A scheduler that hung (as one did
+    when libfaketime faked its monotonic clock too) fires nothing early and proves nothing.
+    ``read_log(process name, start, end)``: what it logged between two log offsets."""
+    clock_faults = [f for f in faults if f["kind"] == "clock"]
+    if not clock_faults:
+        return
+    idle = []
+    for fault in clock_faults:
+        text = read_log(fault["target"], fault.get("log_from", 0), fault.get("log_until"))
+        saw_skew = "clock skew: this scheduler's clock is +" in text
+        claimed = sum(int(n) for n in re.findall(r"scheduler tick: claimed=(\d+)", text))
+        fault["claimed"] = claimed
+        if not saw_skew or not claimed:
+            idle.append(f"{fault['fault']} (skew logged: {'yes' if saw_skew else 'no'}, runs claimed: {claimed})")
+    detail = "; ".join(idle) or ", ".join(f"{f['fault']}: {f['claimed']} runs claimed" for f in clock_faults)
+    findings.check("a scheduler with a wrong clock saw its skew and went on claiming", not idle, detail)
 
 
 def _fault_before(faults, first, repeat):

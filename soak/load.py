@@ -10,7 +10,7 @@ from django.utils import timezone
 JOBS_PER_TENANT = 500
 
 
-def load(*, seed, jobs, interval, target_url, start):
+def load(*, seed, jobs, interval, target_url, start, burst=None):
     from apps.billing.models import Plan
     from apps.jobs.models import Job
     from apps.projects.provisioning import provision_tenant
@@ -20,15 +20,20 @@ def load(*, seed, jobs, interval, target_url, start):
     Plan.objects.filter(code="enterprise").update(min_interval_seconds=1)
     tenants = [provision_tenant(org_name=f"Soak {n}", email=f"soak{n}@example.com", plan_code="enterprise")
                for n in range(max(1, -(-jobs // JOBS_PER_TENANT)))]
-    rows = []
+    specs = []  # (name, path, interval, anchor)
     for n in range(jobs):
-        tenant = tenants[n % len(tenants)]
         seconds = rng.randint(*interval)
-        anchor = start + timedelta(seconds=rng.uniform(0, seconds))
+        specs.append((f"soak job {n}", f"/hook/{n}", seconds, start + timedelta(seconds=rng.uniform(0, seconds))))
+    if burst is not None:  # (due at, how many, interval): every one due at that very second
+        at, count, every = burst
+        specs += [(f"soak burst job {n}", f"/hook/burst-{n}", every, at) for n in range(count)]
+    rows = []
+    for n, (name, path, seconds, anchor) in enumerate(specs):
+        tenant = tenants[n % len(tenants)]
         rows.append(Job(
-            project=tenant.project, organization=tenant.organization, name=f"soak job {n}",
+            project=tenant.project, organization=tenant.organization, name=name,
             schedule_type=Job.ScheduleType.INTERVAL, interval_seconds=seconds, start_at=anchor,
-            url=f"{target_url}/hook/{n}", method=Job.Method.GET, timeout_seconds=5,
+            url=f"{target_url}{path}", method=Job.Method.GET, timeout_seconds=5,
             max_attempts=3, retry_initial_delay_seconds=1, retry_max_delay_seconds=2,
             next_run_at=anchor, created_at=timezone.now(),
         ))

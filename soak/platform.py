@@ -43,6 +43,13 @@ class PlatformProcess:
         self.starts += 1
         self.expected_down = False
 
+    def log_size(self):
+        """Where its log ends now (the checks read what it logged during a fault)."""
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
     def alive(self):
         return self.popen is not None and self.popen.poll() is None
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import chaos, checks
 from .platform import ROOT, platform_processes, run_release, wait_healthy
-from .services import PrivatePostgres, PrivateRabbitMQ, PrivateRedis, free_port
+from .services import FaultProxy, PrivatePostgres, PrivateRabbitMQ, PrivateRedis, free_port
 from .target import read_log
 
 #: Settings of the soak's platform: the defaults, but for quicker sweeps and a short lease
@@ -43,21 +43,26 @@ def parse_args(argv):
     parser.add_argument("--broker", choices=("redis", "rabbitmq"), default=os.environ.get("SOAK_BROKER", "redis"),
                         help="the Celery broker (SOAK_BROKER, default redis); with rabbitmq a private RabbitMQ "
                              "node is the broker, Redis keeps the limits, and the chaos restarts both")
-    parser.add_argument("--extra-faults", default=os.environ.get("SOAK_EXTRA_FAULTS", ""),
-                        help="comma-separated opt-in faults (SOAK_EXTRA_FAULTS): clock (a scheduler 30 s ahead "
-                             "under libfaketime), lease (a worker paused past its lease)")
+    parser.add_argument("--extra-faults", default=os.environ.get("SOAK_EXTRA_FAULTS", "all"),
+                        help="issue 34's faults, comma-separated, all (the default) or none (SOAK_EXTRA_FAULTS): "
+                             "clock (a scheduler 30 s ahead under libfaketime), jump (a running scheduler's clock "
+                             "jumps 1 h ahead for 20 s), lease (a worker paused past its lease), proxy "
+                             "(connections to PostgreSQL and Redis cut, then each blackholed 8 s), burst (300 "
+                             "runs due at the same second)")
     parser.add_argument("--worker-concurrency", type=int, default=4)
     parser.add_argument("--drain-timeout", type=float, default=240)
     parser.add_argument("--workdir", help="where logs go (default: a new temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory even when the soak passes")
     parser.add_argument("--summary", help="also write the Markdown summary to this file")
     args = parser.parse_args(argv)
-    args.extra_faults = tuple(f for f in args.extra_faults.replace(" ", "").split(",") if f)
+    names = [f for f in args.extra_faults.replace(" ", "").split(",") if f]
+    args.extra_faults = (chaos.EXTRA_FAULTS if names == ["all"] else () if names in ([], ["none"])
+                         else tuple(names))
     unknown = set(args.extra_faults) - set(chaos.EXTRA_FAULTS)
     if unknown:
         parser.error(f"unknown extra faults: {', '.join(sorted(unknown))} (known: {', '.join(chaos.EXTRA_FAULTS)})")
-    if "clock" in args.extra_faults and chaos.faketime_library() is None:
-        parser.error("the clock fault needs libfaketime (make faketime)")
+    if {"clock", "jump"} & set(args.extra_faults) and chaos.faketime_library() is None:
+        parser.error("the clock and jump faults need libfaketime (make faketime)")
     low, _, high = args.interval.partition("-")
     args.interval = (int(low), int(high or low))
     return args
@@ -73,6 +78,7 @@ class Soak:
         self.redis = PrivateRedis(self.workdir)
         self.rabbitmq = PrivateRabbitMQ(self.workdir) if args.broker == "rabbitmq" else None
         self.target = None
+        self.proxies = {}  # {"postgres"/"redis": FaultProxy} with the proxy fault
         self.processes = []
         self.load_before = " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -91,6 +97,12 @@ class Soak:
         if self.rabbitmq:
             self.rabbitmq.start()
             self.log(f"private RabbitMQ node {self.rabbitmq.node} on :{self.rabbitmq.port} (the broker)")
+        if "proxy" in self.args.extra_faults:
+            for _, service in chaos.PROXIED:
+                self.proxies[service] = proxy = FaultProxy(self.workdir, service, getattr(self, service).port)
+                proxy.start()
+            self.log("the platform's processes reach them through proxies on "
+                     + ", ".join(f":{p.port} ({s})" for s, p in self.proxies.items()))
         self.target_log = self.workdir / "target.jsonl"
         self.target = subprocess.Popen(
             [sys.executable, "-m", "soak.target", "--log", str(self.target_log), "--seed", str(self.args.seed)],
@@ -108,11 +120,14 @@ class Soak:
     def start_platform(self):
         env = self.platform_env()
         run_release(env, self.workdir)
-        os.environ.update(env)
+        os.environ.update(env)  # the soak itself talks to PostgreSQL and Redis directly
         import django
 
         django.setup()
         self.web_port = free_port()
+        if self.proxies:
+            env["DATABASE_URL"] = self.proxies["postgres"].url(self.postgres.url)
+            env["REDIS_URL"] = self.proxies["redis"].url(self.redis.url)
         self.processes = platform_processes(env, self.workdir, web_port=self.web_port,
                                             worker_concurrency=self.args.worker_concurrency)
         for process in self.processes:
@@ -140,18 +155,23 @@ class Soak:
 
         a = self.args
         start = timezone.now() + timedelta(seconds=3 + a.jobs / 1000)  # loading takes ~1 s per 1,000
+        burst = None
+        if "burst" in a.extra_faults:  # all due at one whole second of the soak's clock
+            burst = (start + timedelta(seconds=chaos.burst_at(a.seconds)), chaos.BURST_JOBS, chaos.BURST_INTERVAL)
         self.org_ids = load.load(seed=a.seed, jobs=a.jobs, interval=a.interval, target_url=self.target_url,
-                                 start=start)
+                                 start=start, burst=burst)
         self.started = start.timestamp()
         events = chaos.plan(a.seed, a.seconds, schedulers=2, workers=2, rabbitmq=self.rabbitmq is not None,
                             extra=a.extra_faults)
         self.log(f"{a.jobs} jobs every {a.interval[0]}-{a.interval[1]} s loaded; seed {a.seed}; chaos plan: "
                  + "; ".join(f"{e.action} {e.target} at {e.at:.1f}s" for e in events))
-        self.driver = chaos.Driver(self.processes, self.postgres, self.redis, self.log, rabbitmq=self.rabbitmq)
+        self.driver = chaos.Driver(self.processes, self.postgres, self.redis, self.log, rabbitmq=self.rabbitmq,
+                                   proxies=self.proxies, workdir=self.workdir)
         time.sleep(max(0.0, self.started - time.time()))
         self.driver.run(events, self.started, a.seconds)
         self.log("chaos over: stopping the jobs and draining")
         self.final_jobs = self._retry_db(load.disable_all)
+        self.disabled_at = time.time()
         self.drained = self._drain()
 
     def _retry_db(self, fn, attempts=30):
@@ -193,11 +213,12 @@ class Soak:
         attempts = self._attempts()
         requests = read_log(self.target_log)
         faults = self.driver.faults
-        checks.check_occurrences(findings, self.final_jobs, executions)
+        checks.check_occurrences(findings, self.final_jobs, executions, disabled_at=self.disabled_at)
         checks.check_final(findings, executions, set(Execution.FINAL_STATUSES))
         checks.check_requests(findings, requests, executions, attempts, faults,
                               reclaims=self._reclaims())
         checks.check_early(findings, requests, executions)
+        checks.check_clock_faults(findings, faults, self._read_process_log)
         checks.check_usage(findings, self._usage_total(), len(attempts))
         checks.check_processes(findings, self.driver.unexpected_exits, wait_healthy(self.web_port, 30))
         checks.check_dead_letters(findings, self.driver.poison_sent, self._dead_letters())
@@ -209,6 +230,11 @@ class Soak:
         findings.figures.append(("drain after the chaos", f"{self.drained:.1f} s" if self.drained is not None
                                  else f"not drained in {self.args.drain_timeout:.0f} s"))
         return findings
+
+    def _read_process_log(self, name, start, end):
+        with open(self.workdir / f"{name}.log", "rb") as log:
+            log.seek(start)
+            return log.read(None if end is None else max(0, end - start)).decode(errors="replace")
 
     def _dead_letters(self):
         from apps.executions import deadletters
@@ -258,6 +284,8 @@ class Soak:
         if self.target and self.target.poll() is None:
             self.target.terminate()
             self.target.wait(10)
+        for proxy in self.proxies.values():
+            proxy.stop()
         self.redis.stop()
         if self.rabbitmq:
             self.rabbitmq.remove()
@@ -272,6 +300,7 @@ class Soak:
             f"Machine: {os.cpu_count()} CPUs, {_cpu_model()}, load average before the soak {self.load_before}; "
             f"broker {'RabbitMQ' if self.rabbitmq else 'Redis'}; "
             f"web, 2 schedulers, 2 workers (concurrency {a.worker_concurrency}), housekeeping; "
+            f"issue 34's faults: {', '.join(a.extra_faults) or 'none'}; "
             f"verdict: **{'PASS' if findings.ok else 'FAIL'}**",
             "",
             "| invariant | result | detail |",

@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -257,3 +258,42 @@ class PrivateRabbitMQ:
     def remove(self):
         self.stop()
         shutil.rmtree(self.dir / "mnesia", ignore_errors=True)
+
+
+class FaultProxy:
+    """``soak/proxy.py`` in front of a service's port, for the platform's processes: the
+    chaos cuts every connection through it, or blackholes it for a while."""
+
+    def __init__(self, workdir, name, upstream_port):
+        self.workdir, self.name, self.upstream_port = Path(workdir), name, upstream_port
+        self.popen = None
+        self.port = None
+
+    def start(self):
+        self.popen = subprocess.Popen([sys.executable, "-m", "soak.proxy", str(self.upstream_port)],
+                                      cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                                      stderr=open(self.workdir / f"proxy-{self.name}.err", "ab"), text=True,
+                                      start_new_session=True)
+        self.port = int(self.popen.stdout.readline())
+
+    def url(self, direct_url):
+        """``direct_url`` with the service's port replaced by the proxy's."""
+        return direct_url.replace(f"127.0.0.1:{self.upstream_port}", f"127.0.0.1:{self.port}", 1)
+
+    def cut(self):
+        self.popen.send_signal(signal.SIGUSR1)
+
+    def blackhole(self):
+        self.popen.send_signal(signal.SIGUSR2)
+
+    def restore(self):
+        self.popen.send_signal(signal.SIGHUP)
+
+    def stop(self):
+        if self.popen and self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(10)

@@ -77,11 +77,13 @@ class SchedulerLoop:
             try:
                 busy = self.tick()
                 self.state.failures = 0
+                # Its query too: a session lost there (a cut connection) ended the scheduler.
+                idle = None if busy else self._idle_sleep()
             except (OperationalError, InterfaceError, DatabaseError) as exc:
                 self._back_off(exc)
                 continue
-            if not busy:
-                self._sleep(self._idle_sleep())
+            if idle is not None:
+                self._sleep(idle)
         self._stop_heartbeat()
         log.info("scheduler: stopped")
 

@@ -191,3 +191,64 @@ def test_a_paused_scheduler_excuses_no_repeat_but_a_worker_paused_past_its_lease
     pause = {"fault": "SIGSTOP scheduler1", "kind": "scheduler-pause", "at": 102.0, "until": 120.0}
     assert not requests_check(repeat, [pause])[0][RESENT].ok
     assert requests_check(repeat, [dict(pause, kind="worker-pause", fault="SIGSTOP worker1")])[0][RESENT].ok
+
+
+def test_a_job_left_behind_counts_as_lost():
+    # Its next run (at 30 s) was never claimed: 25 s overdue when the jobs stopped at 55 s.
+    rows = [execution("j", T0 + timedelta(seconds=s)) for s in (0, 10, 20)]
+    findings = checks.Findings()
+    stopped = (T0 + timedelta(seconds=55)).timestamp()
+    checks.check_occurrences(findings, {"j": (T0, 10, T0 + timedelta(seconds=30))}, rows, disabled_at=stopped)
+    assert not findings.ok and "lost: 1 (1 left behind" in findings.checks[0].detail
+    findings = checks.Findings()  # overdue by less than LEFT_BEHIND_SECONDS: still on its way
+    stopped = (T0 + timedelta(seconds=30 + checks.LEFT_BEHIND_SECONDS - 1)).timestamp()
+    checks.check_occurrences(findings, {"j": (T0, 10, T0 + timedelta(seconds=30))}, rows, disabled_at=stopped)
+    assert findings.ok
+
+
+def test_the_issue_34_faults_are_planned_in_order_and_spare_the_paused_scheduler():
+    for seed in range(20):
+        for duration in (90, 600):
+            events = chaos.plan(seed, duration, 2, 2, extra=chaos.EXTRA_FAULTS)
+            actions = [e.action for e in events]
+            assert all(e.at <= duration for e in events)
+            arm, jump, unjump = (next(e for e in events if e.action == a) for a in ("jump_arm", "jump", "unjump"))
+            assert arm.target == jump.target == unjump.target and arm.at < jump.at < unjump.at
+            assert abs(unjump.at - jump.at - chaos.JUMP_FOR) < 1e-6
+            paused = next(e for e in events if e.action == "stop" and e.target.startswith("scheduler"))
+            assert jump.target != paused.target
+            assert arm.at > next(e.at for e in events if e.action == "unskew")
+            assert sorted(e.target for e in events if e.action == "cut") == ["postgres", "redis"]
+            for service in ("postgres", "redis"):
+                start = next(e for e in events if e.action == "blackhole" and e.target == service)
+                end = next(e for e in events if e.action == "unblackhole" and e.target == service)
+                assert abs(end.at - start.at - chaos.BLACKHOLE_SECONDS) < 1e-6
+            assert actions.count("burst") == 1
+    plain = chaos.plan(7, 90, 2, 2, extra=("clock", "lease"))
+    more = chaos.plan(7, 90, 2, 2, extra=chaos.EXTRA_FAULTS)
+    assert [e for e in more if e.action not in ("jump_arm", "jump", "unjump", "cut", "blackhole", "unblackhole",
+                                                 "burst")] == plain
+
+
+def test_a_clock_fault_whose_scheduler_hung_fails():
+    fault = {"fault": "clock jump +1 h scheduler1", "kind": "clock", "target": "scheduler1", "at": 1.0,
+             "log_from": 0, "log_until": None}
+    working = ("clock skew: this scheduler's clock is +3600.002s off the database's\n"
+               "scheduler tick: claimed=3 created=3\nscheduler tick: claimed=2 created=2\n")
+    findings = checks.Findings()
+    checks.check_clock_faults(findings, [dict(fault)], lambda name, start, end: working)
+    assert findings.ok and "5 runs claimed" in findings.checks[0].detail
+    for hung in ("", "clock skew: this scheduler's clock is +3600.002s off\nscheduler tick: claimed=0 created=0\n"):
+        findings = checks.Findings()
+        checks.check_clock_faults(findings, [dict(fault)], lambda name, start, end: hung)
+        assert not findings.ok
+
+
+def test_issue_34_faults_are_on_by_default_and_can_be_turned_off(monkeypatch):
+    from soak.run import parse_args
+
+    monkeypatch.delenv("SOAK_EXTRA_FAULTS", raising=False)
+    assert parse_args(["--extra-faults", "none"]).extra_faults == ()
+    assert parse_args(["--extra-faults", "lease,burst"]).extra_faults == ("lease", "burst")
+    if chaos.faketime_library() is not None:
+        assert parse_args([]).extra_faults == chaos.EXTRA_FAULTS
