@@ -292,7 +292,8 @@ class _Run:
         if self.group is None or self.wait_status is not None:
             return False
         used = self.group.cpu_seconds()
-        return used is not None and used > self.limits.cpu_seconds
+        # a poll's worth over: one process alone meets its own RLIMIT_CPU first (exactly)
+        return used is not None and used > self.limits.cpu_seconds + _CPU_POLL
 
     def _read(self, fd: int) -> bool:
         try:
