@@ -241,26 +241,25 @@ def _invitation(request, pk):
 @member_view(role=Role.ADMIN)
 @require_POST
 def invitation_resend(request, pk):
-    invitation = _invitation(request, pk)
-    try:
-        invitation_rules.resend(invitation, audit=partial(audit, request))
-    except (Conflict, Throttled) as exc:
-        messages.error(request, str(exc.detail))
-        return redirect("web:members")
-    messages.success(request, f"A new link was sent to {invitation.email}; the previous one no longer works.")
-    return redirect("web:members")
+    return _on_invitation(request, pk, invitation_rules.resend,
+                          "A new link was sent to {email}; the previous one no longer works.")
 
 
 @member_view(role=Role.ADMIN)
 @require_POST
 def invitation_revoke(request, pk):
+    return _on_invitation(request, pk, invitation_rules.revoke, "The invitation of {email} was revoked.")
+
+
+def _on_invitation(request, pk, act, success):
+    """Resend or revoke one of the organization's invitations; back to the members page."""
     invitation = _invitation(request, pk)
     try:
-        invitation_rules.revoke(invitation, audit=partial(audit, request))
-    except Conflict as exc:
+        act(invitation, audit=partial(audit, request))
+    except (Conflict, Throttled) as exc:
         messages.error(request, str(exc.detail))
-        return redirect("web:members")
-    messages.success(request, f"The invitation of {invitation.email} was revoked.")
+    else:
+        messages.success(request, success.format(email=invitation.email))
     return redirect("web:members")
 
 
