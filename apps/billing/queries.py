@@ -6,6 +6,7 @@ around them, and the ORM paths of the embedded mode's SQLite, stay in those modu
 from django.db import connection
 
 from apps.accounts.models import Organization
+from apps.executions.lateness import lateness_ms_sql
 from apps.executions.models import Attempt, DeletedJob, Execution
 from apps.sql.bulk import Unnest, binding_cursor
 from cronsvc.statuses import FAILED
@@ -71,7 +72,7 @@ DAY_FIGURES = (
     f"coalesce(sum(e.attempt), 0), "
     f"percentile_disc(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY e.duration_ms), "
     f"percentile_disc(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP "
-    f"(ORDER BY trunc(extract(epoch FROM a.started_at - e.scheduled_for) * 1000)::bigint) "
+    f"(ORDER BY {lateness_ms_sql('a.started_at')}) "
     f"FROM {E} e LEFT JOIN {A} a ON a.execution_id = e.id AND a.number = 1 "
     f"WHERE {_OF_THE_DAY} GROUP BY e.job_id"
 )

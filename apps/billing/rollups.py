@@ -17,6 +17,7 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from django.db import connection, transaction
 
+from apps.executions.lateness import lateness_ms
 from apps.executions.models import Attempt, Execution
 from cronsvc.statuses import FAILED
 
@@ -93,7 +94,7 @@ def _runs_of(day, organization):
     )
     runs = defaultdict(list)
     for row in query.values_list("id", "job_id", "organization_id", "status", "attempt", "duration_ms",
-                                 "error_kind", "scheduled_for").iterator(chunk_size=5000):
+                                 "error_kind", "scheduled_for", "jitter_seconds").iterator(chunk_size=5000):
         runs[(row[1], row[2])].append((row, first_started.get(row[0])))
     return runs
 
@@ -101,7 +102,7 @@ def _runs_of(day, organization):
 def _stats_row(job_id, org_id, day, runs, now):
     statuses = Counter(row[3] for row, _ in runs)
     durations = sorted(row[5] for row, _ in runs if row[5] is not None)
-    lateness = sorted(int((started - row[7]).total_seconds() * 1000) for row, started in runs if started)
+    lateness = sorted(lateness_ms(started, row[7], row[8]) for row, started in runs if started)
     errors = Counter(row[6] for row, _ in runs if row[3] in FAILED and row[6])
     return JobDayStats(
         job_id=job_id, organization_id=org_id, day=day, runs=len(runs),

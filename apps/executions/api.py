@@ -17,7 +17,7 @@ from apps.api.pagination import ExecutionCursorPagination
 
 from cronsvc.search_query import MAX_LENGTH as MAX_SEARCH_LENGTH, InvalidSearch, parse as parse_search
 
-from . import search
+from . import lateness, search
 from . import cancelling
 from .cancelling import cancelled_by
 from .models import Execution
@@ -134,7 +134,7 @@ class _ExecutionViews(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
     pagination_class = ExecutionCursorPagination
 
     def get_queryset(self):
-        executions = Execution.objects.for_organization(self.actor.organization)
+        executions = lateness.with_first_start(Execution.objects.for_organization(self.actor.organization))
         return self.actor.scope_to_projects(executions, "job__project")
 
     def get_serializer_class(self):

@@ -19,6 +19,7 @@ from apps.badges.api import JobBadgeActions
 from apps.jobs import api as jobs_api
 
 from .api import ExecutionFilter
+from .lateness import with_first_start
 from .models import Execution
 from .serializers import ExecutionSerializer
 from .stats_api import DESCRIPTION as STATS_DESCRIPTION, EXAMPLE as STATS_EXAMPLE, WINDOW
@@ -45,8 +46,8 @@ class JobRunActions:
             queryset=Execution.objects.none())  # tells the schema what the filters apply to
     def executions(self, request, pk=None):
         job = self.get_object()
-        executions = self.filter_queryset(Execution.objects.for_organization(self.actor.organization)
-                                          .filter(job=job))
+        executions = self.filter_queryset(with_first_start(Execution.objects.for_organization(self.actor.organization)
+                                                           .filter(job=job)))
         page = self.paginate_queryset(executions)
         return self.get_paginated_response(ExecutionSerializer(page, many=True).data)
 

@@ -67,6 +67,10 @@ class Execution(models.Model):
     organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+",
                                      db_index=False)
     scheduled_for = models.DateTimeField()
+    # The job's jitter applied to this run (a scheduled run is due this long after
+    # ``scheduled_for``), kept per run: lateness is measured from the due time, so jitter
+    # is never lateness, even after the job's jitter is edited (apps/executions/lateness.py).
+    jitter_seconds = models.PositiveIntegerField(default=0, db_default=0)
     trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.SCHEDULE)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     skip_reason = models.CharField(max_length=40, blank=True)

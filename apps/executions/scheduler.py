@@ -39,7 +39,7 @@ from django.db.models import Case, OuterRef, Subquery, When
 from apps.accounts.models import Organization
 from apps.eventstream import outbox
 from apps.jobs.models import Job
-from apps.jobs.scheduling import due_time, job_schedule, occurrence_of
+from apps.jobs.scheduling import due_time, job_jitter, job_schedule, occurrence_of
 from apps.jobs.windowing import apply_windows
 from cronsvc.misfire import plan_catch_up
 from cronsvc.schedules import next_run
@@ -98,6 +98,8 @@ _Row = namedtuple("_Row", ["job_id", "organization_id", "scheduled_for", "status
 #: later (by sweeper.due_retries, at ``next_attempt_at`` or once the queue drains).
 _Row = namedtuple("_Row", [*_Row._fields, "next_attempt_at", "deferred_from", "defer_reason"],
                   defaults=(None, None, ""))
+#: The jitter a queued run is due after its occurrence (lateness leaves it out).
+_Row = namedtuple("_Row", [*_Row._fields, "jitter_seconds"], defaults=(None, None, "", 0))
 
 
 # What the tick needs besides the job's own columns comes from correlated scalar
@@ -247,7 +249,8 @@ def _due_occurrences(job, schedule, now):
 
 
 def _queued(job, at, queue, now):
-    return _Row(job.id, job.organization_id, at, QUEUED, "", queue, now, None, job.version)
+    return _Row(job.id, job.organization_id, at, QUEUED, "", queue, now, None, job.version,
+                jitter_seconds=int(job_jitter(job).total_seconds()))
 
 
 def _skipped(job, at, reason, now):

@@ -14,6 +14,7 @@ from rest_framework.settings import api_settings
 from apps.api.base import StrictSerializer
 from cronsvc.delivery.masking import masked
 
+from . import lateness
 from .models import Attempt, Execution
 
 ZERO = timedelta(0)
@@ -115,12 +116,18 @@ class ExecutionSerializer(serializers.ModelSerializer):
     deferred_from = UtcDateTimeField(read_only=True, allow_null=True, help_text=(
         "For a run deferred to a window's opening: the occurrence it was moved from."))
 
+    jitter_seconds = serializers.IntegerField(read_only=True, help_text=(
+        "The job's jitter applied to this run on purpose: it was due this long after `scheduled_for`."))
+    lateness_seconds = serializers.SerializerMethodField(help_text=(
+        "How long after it was due (`scheduled_for` plus `jitter_seconds`) the run's first attempt started; "
+        "null while it has not started. Jitter is not lateness; a retry's wait is not either."))
+
     class Meta:
         model = Execution
         fields = ["id", "job", "scheduled_for", "trigger", "status", "skip_reason", "attempt", "replay_of",
                   "created_at", "started_at", "finished_at", "duration_ms", "response", "error",
                   "workflow_run_id", "upstream_executions", "job_version", "cancelled_at", "cancelled_by",
-                  "defer_reason", "deferred_from"]
+                  "defer_reason", "deferred_from", "jitter_seconds", "lateness_seconds"]
         read_only_fields = fields
 
     @extend_schema_field(ExecutionResponseSerializer)
@@ -130,6 +137,10 @@ class ExecutionSerializer(serializers.ModelSerializer):
     @extend_schema_field(ExecutionErrorSerializer(allow_null=True))
     def get_error(self, execution):
         return _error(execution)
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_lateness_seconds(self, execution):
+        return lateness.lateness_seconds(execution)
 
 
 class ExecutionDetailSerializer(ExecutionSerializer):

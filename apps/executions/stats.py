@@ -14,11 +14,12 @@ are merged as the run-weighted mean of each day's percentile, which is an approx
 from datetime import datetime, time, timedelta, timezone as dt_timezone
 
 from django.db import connection
-from django.db.models import Aggregate, Count, DurationField, ExpressionWrapper, F, FloatField, Max, Q
+from django.db.models import Aggregate, Count, DurationField, ExpressionWrapper, FloatField, Max, Q
 
 from cronsvc import statuses
 
 from . import hooks
+from .lateness import ATTEMPT_LATENESS_PG, lateness_ms
 from .models import Attempt, Execution
 
 UTC = dt_timezone.utc
@@ -123,7 +124,7 @@ class PercentileDisc(Aggregate):
         super().__init__(expression, fraction=float(fraction), **extra)
 
 
-LATENESS = ExpressionWrapper(F("started_at") - F("execution__scheduled_for"), output_field=DurationField())
+LATENESS = ExpressionWrapper(ATTEMPT_LATENESS_PG, output_field=DurationField())  # jitter left out
 
 
 def _raw_group(executions, start, end):
@@ -170,8 +171,8 @@ def _python_figures(rows, counts):
     figures = rows.aggregate(**counts)
     durations = sorted(d for d in rows.filter(status__in=COUNTED, duration_ms__isnull=False)
                        .values_list("duration_ms", flat=True)[:MAX_ROWS])
-    lateness = sorted(_ms(started - scheduled) for started, scheduled in _first_attempts(rows)
-                      .values_list("started_at", "execution__scheduled_for")[:MAX_ROWS])
+    lateness = sorted(lateness_ms(*row) for row in _first_attempts(rows).values_list(
+        "started_at", "execution__scheduled_for", "execution__jitter_seconds")[:MAX_ROWS])
     figures["duration_ms"] = {name: percentile(durations, f) for name, f in PERCENTILES}
     figures["lateness_ms"] = {name: percentile(lateness, f) for name, f in PERCENTILES}
     return figures

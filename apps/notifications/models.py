@@ -82,6 +82,9 @@ class NotificationRule(models.Model):
     late_after_seconds = models.PositiveIntegerField(null=True, blank=True)
     long_running_seconds = models.PositiveIntegerField(null=True, blank=True)
     reminder_hours = models.PositiveIntegerField(null=True, blank=True)
+    # When ``late_after_seconds`` was last set or changed: a late rule judges only the runs
+    # scheduled after it (a new rule does not alert about the past). Set by services.set_rule.
+    late_since = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = tenant_manager("organization")
@@ -106,6 +109,11 @@ class AlertState(models.Model):
     notified_at = models.DateTimeField(null=True, blank=True)
     last_reminder_at = models.DateTimeField(null=True, blank=True)
     disabled_notified = models.BooleanField(default=False)
+    # Late runs (apps.notifications.watch): one alert per episode. ``late_open``: a late run
+    # was alerted about and no run started on time since; ``late_checked_until``: the
+    # ``scheduled_for`` of the last run judged, so each run is judged once.
+    late_open = models.BooleanField(default=False, db_default=False)
+    late_checked_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["last_reminder_at"], name="alert_open_failures",

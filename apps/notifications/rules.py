@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import Q
 
@@ -17,6 +18,7 @@ class EffectiveRule:
     late_after_seconds: int | None = None
     long_running_seconds: int | None = None
     reminder_hours: int | None = None
+    late_since: datetime | None = None  # runs scheduled before it are not judged late
 
 
 DEFAULT_RULE = EffectiveRule()
@@ -25,7 +27,9 @@ RULE_FIELDS = ("failure_threshold", "notify_recovery", "notify_disabled", "late_
 
 
 def as_effective(rule):
-    return EffectiveRule(**{name: getattr(rule, name) for name in RULE_FIELDS}) if rule else DEFAULT_RULE
+    if not rule:
+        return DEFAULT_RULE
+    return EffectiveRule(**{name: getattr(rule, name) for name in RULE_FIELDS}, late_since=rule.late_since)
 
 
 def rules_for(jobs):

@@ -94,12 +94,15 @@ def _int(name, value, low, high):
 
 
 @transaction.atomic
-def set_rule(project, job=None, values=None):
-    """The project's default rule (``job`` None) or the job's own, created or updated."""
+def set_rule(project, job=None, values=None, *, now=None):
+    """The project's default rule (``job`` None) or the job's own, created or updated. A
+    late threshold set or changed judges only the runs scheduled from ``now`` on."""
     values = clean_rule(values or {})
     rule = NotificationRule.objects.select_for_update().filter(project=project, job=job).first()
     if rule is None:
         rule = NotificationRule(project=project, job=job, organization_id=project.organization_id)
+    if values.get("late_after_seconds") and values["late_after_seconds"] != rule.late_after_seconds:
+        rule.late_since = now or timezone.now()
     for name, value in values.items():
         setattr(rule, name, value)
     rule.save()

@@ -3,8 +3,10 @@ reminders while a job keeps failing, and sending rows that are due (retries, and
 whose after-commit hand-off was lost).
 
 Only jobs whose project has a channel are looked at; late/long-running scans go through
-the executions' (job, scheduled_for) and unfinished-runs indexes, and each run is alerted
-about once per kind (``RunAlert`` is unique on execution and kind).
+the executions' (job, scheduled_for) and unfinished-runs indexes. Late runs alert once per
+job and episode (a run started in time ends it); each long run once (``RunAlert`` is
+unique on execution and kind). Lateness leaves out the run's jitter
+(apps/executions/lateness.py).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from cronsvc.notify.decide import reminder_due
 from cronsvc.statuses import FAILED
 
 from . import queries, sending
-from .alerts import alert_rows, flags_of, listened_jobs
+from .alerts import alert_rows, flags_of, listened_jobs, lock_states
 from .dispatch import _enqueue, queue_notifications
 from .models import AlertState, Channel, Notification, NotificationRule, OutboxEvent
 from .rules import rules_for
@@ -54,28 +56,85 @@ def _jobs_watching_runs():
 
 
 def late_and_long(now):
+    jobs, rules = _jobs_watching_runs()
+    found = _late_runs(jobs, rules, now) + _long_runs(rules, now)
+    channels = _channels({jobs[run.job_id].project_id for _, run, _ in found})
+    rows = []
+    for kind, run, detail in found:
+        job = jobs[run.job_id]
+        rows += alert_rows(kind, job, run, channels.get(job.project_id, ()), detail=detail)
+    queue_notifications(rows)
+    return rows
+
+
+def _late_runs(jobs, rules, now):
+    """[("late", run, detail)]: one alert per job and episode of lateness. Each of a job's
+    scheduled runs is judged once, in order (``AlertState.late_checked_until``), and only
+    those scheduled after the rule was set (``late_since``) and within LATE_LOOKBACK: a late
+    run opens an episode (alerted), a run started in time closes it."""
+    from apps.executions.lateness import with_first_start
     from apps.executions.models import Execution
 
-    jobs, rules = _jobs_watching_runs()
-    by_late, by_long = defaultdict(list), defaultdict(list)
+    watched = {job_id: rule for job_id, rule in rules.items() if rule.late_after_seconds}
+    if not watched:
+        return []
+    states = lock_states(watched)
+    since = {job_id: max(moment for moment in (states[job_id].late_checked_until, rule.late_since,
+                                               now - LATE_LOOKBACK) if moment is not None)
+             for job_id, rule in watched.items()}
+    runs = defaultdict(list)
+    for run in with_first_start(Execution.objects.filter(
+            job_id__in=list(watched), trigger="schedule", scheduled_for__gt=min(since.values()),
+            scheduled_for__lte=now).order_by("job_id", "scheduled_for")):
+        if run.scheduled_for > since[run.job_id]:
+            runs[run.job_id].append(run)
+    found = []
+    for job_id, job_runs in runs.items():
+        state, limit = states[job_id], watched[job_id].late_after_seconds
+        for run in job_runs:
+            late = late_verdict(run, limit, now)
+            if late is UNDECIDED:
+                break  # judged on a later pass, with the runs after it
+            state.late_checked_until = run.scheduled_for
+            if late is None:
+                continue
+            if late and not state.late_open:
+                found.append(("late", run, late))
+            state.late_open = bool(late)
+        state.save(update_fields=["late_open", "late_checked_until"])
+    return found
+
+
+UNDECIDED = object()
+
+
+def late_verdict(run, limit_seconds, now):
+    """A run (annotated with its first start) judged against a late limit: the alert's text
+    when it is late, "" when it started in time, None when it never started (skipped,
+    cancelled) and UNDECIDED while it may still start in time."""
+    from apps.executions.lateness import due_at
+
+    due, limit = due_at(run), timedelta(seconds=limit_seconds)
+    if run.first_started_at is not None:
+        late = run.first_started_at - due
+        return (f"Started {int(late.total_seconds())} s after it was due (limit {limit_seconds} s)."
+                if late > limit else "")
+    if run.status not in ("queued", "running"):
+        return None
+    if now - due > limit:
+        return f"Not started {int((now - due).total_seconds())} s after it was due (limit {limit_seconds} s)."
+    return UNDECIDED
+
+
+def _long_runs(rules, now):
+    """[("long_running", run, detail)] for runs past the limit, once per run (RunAlert)."""
+    from apps.executions.models import Execution
+
+    by_long = defaultdict(list)
     for job_id, rule in rules.items():
-        if rule.late_after_seconds:
-            by_late[rule.late_after_seconds].append(job_id)
         if rule.long_running_seconds:
             by_long[rule.long_running_seconds].append(job_id)
     found = []
-    for seconds, job_ids in by_late.items():
-        limit = timedelta(seconds=seconds)
-        runs = Execution.objects.filter(job_id__in=job_ids, trigger="schedule",
-                                        scheduled_for__gte=now - LATE_LOOKBACK, scheduled_for__lt=now - limit)
-        for run in runs.filter(Q(started_at__isnull=True, status__in=["queued", "running"])
-                               | Q(started_at__isnull=False)):
-            started = run.started_at or now
-            if started - run.scheduled_for > limit:
-                found.append(("late", run, f"Started {int((started - run.scheduled_for).total_seconds())} s after "
-                                           f"its scheduled time (limit {seconds} s)."
-                              if run.started_at else f"Not started {int((now - run.scheduled_for).total_seconds())} s "
-                                                     f"after its scheduled time (limit {seconds} s)."))
     for seconds, job_ids in by_long.items():
         runs = Execution.objects.filter(job_id__in=job_ids, status="running",
                                         started_at__lt=now - timedelta(seconds=seconds))
@@ -83,14 +142,7 @@ def late_and_long(now):
             found.append(("long_running", run, f"Running for {int((now - run.started_at).total_seconds())} s "
                                                f"(limit {seconds} s)."))
     fresh = queries.mark_run_alerts({(kind, run.id) for kind, run, _ in found})
-    channels = _channels({jobs[run.job_id].project_id for _, run, _ in found})
-    rows = []
-    for kind, run, detail in found:
-        if (kind, run.id) in fresh:
-            job = jobs[run.job_id]
-            rows += alert_rows(kind, job, run, channels.get(job.project_id, ()), detail=detail)
-    queue_notifications(rows)
-    return rows
+    return [(kind, run, detail) for kind, run, detail in found if (kind, run.id) in fresh]
 
 
 def _channels(project_ids):

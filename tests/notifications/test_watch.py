@@ -21,23 +21,23 @@ def now():
 
 def test_a_run_started_late_is_notified_once(tenant, make_channel, make_job, now):
     make_channel(tenant)
-    set_rule(tenant.project, None, {"late_after_seconds": 60})
+    set_rule(tenant.project, None, {"late_after_seconds": 60}, now=now - timedelta(hours=1))
     job = make_job(tenant)
     on_time = queued(job, scheduled_for=now - timedelta(minutes=10), started_at=now - timedelta(minutes=10),
                      status="succeeded", trigger="schedule")
     late = queued(job, scheduled_for=now - timedelta(minutes=5), started_at=now - timedelta(minutes=3),
                   status="running", trigger="schedule")
     assert [r.execution_id for r in late_and_long(now)] == [late.id]
-    assert late_and_long(now + timedelta(minutes=1)) == []  # once per run
+    assert late_and_long(now + timedelta(minutes=1)) == []  # once per episode
     row = Notification.objects.get(event="late")
-    assert "120 s after its scheduled time" in row.text and row.data["execution"]["id"] == str(late.id)
+    assert "Started 120 s after it was due" in row.text and row.data["execution"]["id"] == str(late.id)
     assert on_time.id != row.execution_id
 
 
 def test_a_run_not_started_at_all_is_late_too(tenant, make_channel, make_job, now):
     make_channel(tenant)
     job = make_job(tenant)
-    set_rule(tenant.project, job, {"late_after_seconds": 30})
+    set_rule(tenant.project, job, {"late_after_seconds": 30}, now=now - timedelta(hours=1))
     stuck = queued(job, scheduled_for=now - timedelta(minutes=2), trigger="schedule")
     (row,) = late_and_long(now)
     assert row.execution_id == stuck.id and "Not started" in row.text
