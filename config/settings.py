@@ -250,6 +250,12 @@ if EMAIL_URL:
     except ValueError as exc:
         raise ImproperlyConfigured(str(exc)) from exc
 
+# Whether e-mail leaves this server: EMAIL_URL, EMAIL_HOST or EMAIL_BACKEND set, to a backend
+# that sends (not console:// or dummy://). Only then are a job's failures e-mailed to its
+# organization's owners when its project has no channel (docs/notifications.md).
+MAIL_CONFIGURED = bool(EMAIL_URL or env_str("EMAIL_HOST") or env_str("EMAIL_BACKEND")) and not EMAIL_BACKEND.endswith(
+    ("console.EmailBackend", "dummy.EmailBackend"))
+
 # --- Billing (apps.billing): the retention purge's batch size (runs per short transaction)
 # and the payment integration statements are handed to (a dotted path; default: none).
 RETENTION_BATCH_SIZE = env_int("RETENTION_BATCH_SIZE", 1000)

@@ -1,8 +1,10 @@
 """The outcome hook: alerts and outgoing events, decided in the recording transaction.
 
 Most jobs have no channel and no subscription: for them the hook costs one query per
-group of outcomes (which of these jobs belong to a project that listens?) and nothing
-else. For the others it locks the jobs' alert-state rows (sorted, like the recording's
+group of outcomes (which of these jobs belong to a project that listens, or, when mail is
+configured, failed or have a notified failure open?) and nothing else. A job whose project
+has no channel has its failure alert e-mailed to the organization's owners, with the same
+one-alert-per-episode rule. For the others it locks the jobs' alert-state rows (sorted, like the recording's
 job update, so two groups cannot deadlock), decides with ``cronsvc.notify.decide`` and
 writes Notification and OutboxEvent rows that are sent after commit.
 """
@@ -15,22 +17,26 @@ from django.utils import timezone
 
 from cronsvc.notify import decide as logic
 from cronsvc.notify.formats import event_type_for, execution_event
-from cronsvc.statuses import RAN
+from cronsvc.statuses import FAILED, RAN
 
-from .dispatch import queue_events, queue_notifications
+from .dispatch import mail_configured, owner_addresses, queue_events, queue_notifications
 from .evidence import build_alert
 from .models import AlertState, Channel, EventSubscription, Notification, OutboxEvent
 from .queries import listening_job_ids
 from .rules import rules_for
 
 AUTO_DISABLED_PREFIX = "Disabled automatically"
+#: The alert the owners are e-mailed about when a job's project has no channel.
+OWNERS_HEAR = "failure"
 
 
 def on_run_outcomes(outcomes):
     final = [o for o in outcomes if o.moved and o.status in RAN]
     if not final:
         return
-    jobs = listened_jobs({o.job_id for o in final})
+    # Without a channel the owners hear a job's failures by e-mail, when mail is configured.
+    failing = {o.job_id for o in final if o.status in FAILED} if mail_configured() else None
+    jobs = listened_jobs({o.job_id for o in final}, failing=failing)
     if not jobs:
         return
     now = timezone.now()
@@ -46,11 +52,12 @@ def on_run_outcomes(outcomes):
     _queue_events(jobs, runs, disabled, subscriptions, now)
 
 
-def listened_jobs(job_ids):
-    """{job_id: Job} of those jobs whose project has an enabled channel or subscription."""
+def listened_jobs(job_ids, failing=None):
+    """{job_id: Job} of those jobs whose project has an enabled channel or subscription
+    (with ``failing``: also the jobs whose owners hear their failures, queries.py)."""
     from apps.jobs.models import Job
 
-    listened = listening_job_ids(job_ids)
+    listened = listening_job_ids(job_ids, failing)
     if not listened:
         return {}
     return {job.id: job for job in Job.objects.filter(id__in=listened).select_related("project")}
@@ -121,13 +128,18 @@ def _queue_alerts(alerts, channels):
     from apps.executions.models import Execution
 
     wanted = [(event, job, execution_id) for event, job, execution_id in alerts
-              if any(channel.accepts(event) for channel in channels.get(job.project_id, ()))]
+              if any(channel.accepts(event) for channel in channels.get(job.project_id, ()))
+              or (event == OWNERS_HEAR and not channels.get(job.project_id) and mail_configured())]
     if not wanted:
         return
     executions = Execution.objects.in_bulk([execution_id for _, _, execution_id in wanted])
     rows = []
     for event, job, execution_id in wanted:
-        rows += alert_rows(event, job, executions.get(execution_id), channels.get(job.project_id, ()))
+        execution = executions.get(execution_id)
+        if channels.get(job.project_id):
+            rows += alert_rows(event, job, execution, channels[job.project_id])
+        else:
+            rows += owner_alert_rows(event, job, execution)
     queue_notifications(rows)
 
 
@@ -140,6 +152,21 @@ def alert_rows(event, job, execution, channels, *, detail=""):
                      execution_id=execution.id if execution else None, subject=subject, text=text, data=data)
         for channel in channels if channel.accepts(event)
     ]
+
+
+def owner_alert_rows(event, job, execution):
+    """An unsaved Notification e-mailing the organization's owners (none without owners):
+    the alert of a job whose project has no channel. Sent within the owners' mail
+    throttle (sending.py)."""
+    owners = owner_addresses(job.organization_id)
+    if not owners:
+        return []
+    subject, text, data = build_alert(event, job, execution)
+    text += ("\n\nThis project has no notification channel: only the organization's owners hear about its "
+             "failures, by e-mail. Add a channel under Notifications.")
+    return [Notification(organization_id=job.organization_id, project_id=job.project_id, recipients=owners,
+                         event=event, job=job, execution_id=execution.id if execution else None, subject=subject,
+                         text=text, data=data)]
 
 
 def _queue_events(jobs, runs, disabled, subscriptions, now):

@@ -22,10 +22,7 @@ def notify_organization(organization_id, kind, subject, text, data=None):
     an e-mail to its owners, and a message to every enabled channel of its projects that
     accepts ``kind``. Safe inside a transaction: rows are recorded now, sent after commit.
     Returns the Notification rows."""
-    from apps.accounts.models import Membership
-
-    owners = sorted(Membership.objects.filter(organization_id=organization_id, role=Membership.Role.OWNER)
-                    .values_list("user__email", flat=True))
+    owners = owner_addresses(organization_id)
     rows = []
     if owners:
         rows.append(Notification(organization_id=organization_id, recipients=owners, event=kind,
@@ -37,6 +34,30 @@ def notify_organization(organization_id, kind, subject, text, data=None):
                                      channel=channel, channel_name=channel.name, event=kind,
                                      subject=subject, text=text, data=data or {}))
     return queue_notifications(rows)
+
+
+def owner_addresses(organization_id):
+    """The e-mail addresses of the organization's owners, sorted."""
+    from apps.accounts.models import Membership
+
+    return sorted(Membership.objects.filter(organization_id=organization_id, role=Membership.Role.OWNER)
+                  .values_list("user__email", flat=True))
+
+
+def mail_configured():
+    """Whether e-mail leaves this server (settings.MAIL_CONFIGURED): only then do a job's
+    failures reach its organization's owners when its project has no channel."""
+    from django.conf import settings
+
+    return settings.MAIL_CONFIGURED
+
+
+def unheard_projects(projects):
+    """Those of ``projects`` with no enabled channel: their jobs' failures reach the
+    organization's owners by e-mail when mail is configured, and nobody otherwise."""
+    projects = list(projects)
+    heard = set(Channel.objects.filter(project__in=projects, enabled=True).values_list("project_id", flat=True))
+    return [project for project in projects if project.pk not in heard]
 
 
 def queue_notifications(rows):
@@ -72,4 +93,4 @@ def _enqueue(task_name, ids):
         log.warning("could not enqueue %s for %d rows: %s", task_name, len(ids), exc)
 
 
-__all__ = ["notify_organization", "queue_notifications", "queue_events"]
+__all__ = ["notify_organization", "owner_addresses", "mail_configured", "unheard_projects", "queue_notifications", "queue_events"]

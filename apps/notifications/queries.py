@@ -4,7 +4,7 @@ alerted about (watch.py), and which finished runs' jobs anyone listens to (alert
 from django.db import connection
 from django.utils import timezone
 
-from .models import Channel, EventSubscription, RunAlert
+from .models import AlertState, Channel, EventSubscription, RunAlert
 
 MARK_RUN_ALERT = (f"INSERT INTO {connection.ops.quote_name(RunAlert._meta.db_table)} "
                   f"(execution_id, kind, created_at) VALUES (%s, %s, %s) "
@@ -26,21 +26,28 @@ def mark_run_alerts(keys):
     return fresh
 
 
-def _listening_sql():
+def _listening_sql(owners_hear):
     from apps.jobs.models import Job
 
     quote = connection.ops.quote_name
-    return (f"SELECT j.id FROM {quote(Job._meta.db_table)} j WHERE j.id = ANY(%s) "
-            f"AND (EXISTS (SELECT 1 FROM {quote(Channel._meta.db_table)} c WHERE c.project_id = j.project_id "
-            "AND c.enabled) "
-            f"OR EXISTS (SELECT 1 FROM {quote(EventSubscription._meta.db_table)} s WHERE s.project_id = j.project_id "
-            "AND s.enabled))")
+    sql = (f"SELECT j.id FROM {quote(Job._meta.db_table)} j WHERE j.id = ANY(%s) "
+           f"AND (EXISTS (SELECT 1 FROM {quote(Channel._meta.db_table)} c WHERE c.project_id = j.project_id "
+           "AND c.enabled) "
+           f"OR EXISTS (SELECT 1 FROM {quote(EventSubscription._meta.db_table)} s WHERE s.project_id = j.project_id "
+           "AND s.enabled)")
+    if owners_hear:
+        sql += (f" OR j.id = ANY(%s) OR EXISTS (SELECT 1 FROM {quote(AlertState._meta.db_table)} a "
+                "WHERE a.job_id = j.id AND a.failure_notified)")
+    return sql + ")"
 
 
-def listening_job_ids(job_ids):
-    """Those of ``job_ids`` whose project has an enabled channel or event subscription.
-    Called for every group of finished runs: on PostgreSQL one array parameter (Django's
-    ``id__in`` of a hundred uuids cost the workers ~2 ms of CPU a group to build)."""
+def listening_job_ids(job_ids, failing=None):
+    """Those of ``job_ids`` whose project has an enabled channel or event subscription;
+    with ``failing`` (the owners hear failures of jobs without a channel: dispatch.py) also
+    those of ``failing`` and those whose failure was notified and is still open (their
+    recovery closes the episode). Called for every group of finished runs: on PostgreSQL one
+    array parameter each (Django's ``id__in`` of a hundred uuids cost the workers ~2 ms of
+    CPU a group to build)."""
     from django.db.models import Exists, OuterRef, Q
 
     from apps.jobs.models import Job
@@ -48,10 +55,14 @@ def listening_job_ids(job_ids):
     job_ids = list(job_ids)
     if not job_ids:
         return set()
+    owners_hear = failing is not None
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(_listening_sql(), [job_ids])
+            cursor.execute(_listening_sql(owners_hear), [job_ids, list(failing)] if owners_hear else [job_ids])
             return {row[0] for row in cursor.fetchall()}
     listening = (Exists(Channel.objects.filter(project_id=OuterRef("project_id"), enabled=True))
                  | Exists(EventSubscription.objects.filter(project_id=OuterRef("project_id"), enabled=True)))
+    if owners_hear:
+        listening |= Q(id__in=list(failing)) | Exists(AlertState.objects.filter(job_id=OuterRef("id"),
+                                                                                 failure_notified=True))
     return set(Job.objects.filter(Q(id__in=job_ids) & listening).values_list("id", flat=True))

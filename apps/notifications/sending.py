@@ -41,6 +41,11 @@ def deliver_notification(row_id, *, now=None):
     row = Notification.objects.select_related("channel").get(id=row_id)
     if row.channel_id is None and not row.recipients:
         return _settle(Notification, row, now, "channel deleted")
+    if row.channel_id is None and _owner_mail_throttled(row.organization_id):
+        Notification.objects.filter(id=row.id).update(status=Notification.Status.FAILED, last_error=(
+            "Not sent: this organization's owners had MAIL_PER_ORGANIZATION_PER_HOUR e-mails in the last hour. "
+            "Add a notification channel to hear about every failing job."))
+        return Notification.Status.FAILED
     return _try(Notification, row, now, lambda: send_notification(row, row.channel, now=now))
 
 
@@ -50,6 +55,22 @@ def deliver_event(row_id, *, now=None):
         return None
     row = OutboxEvent.objects.select_related("subscription").get(id=row_id)
     return _try(OutboxEvent, row, now, lambda: send_event(row, now=now))
+
+
+OWNER_MAIL = "owner-mail"
+
+
+def _owner_mail_throttled(organization_id):
+    """Counts one e-mail to an organization's owners (alerts of jobs without a channel,
+    quota warnings); True when MAIL_PER_ORGANIZATION_PER_HOUR were sent in this hour's
+    window (counted apart from the messages sent on request, apps.api.ratelimit)."""
+    from apps.api import ratelimit
+
+    sent, _ = ratelimit.count(OWNER_MAIL, str(organization_id), window=ratelimit.SEND_WINDOW)
+    if sent >= settings.MAIL_PER_ORGANIZATION_PER_HOUR:
+        return True
+    ratelimit.hit(OWNER_MAIL, str(organization_id), window=ratelimit.SEND_WINDOW)
+    return False
 
 
 def _try(model, row, now, send):

@@ -27,6 +27,7 @@ from apps.api.errors import PlanLimitExceeded
 from apps.executions.api import ExecutionFilter
 from apps.executions.delivery import request_spec, success_criteria
 from apps.executions.lateness import lateness_seconds, with_first_start
+from apps.notifications.dispatch import mail_configured, unheard_projects
 from apps.executions.models import Execution
 from apps.executions.outbound import http_session, outbound_policy
 from apps.executions.triggers import trigger_now
@@ -114,6 +115,8 @@ def dashboard(request):
         "can_edit": actor.has_role(Role.DEVELOPER),
         "query": request.GET.urlencode(),
     }
+    if not is_htmx(request):
+        context["unheard"] = {"projects": unheard_projects(projects), "mail": mail_configured()}
     template = "web/dashboard/_jobs.html" if is_htmx(request) else "web/dashboard/index.html"
     return render(request, template, context)
 
