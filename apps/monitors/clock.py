@@ -7,7 +7,7 @@ stops job scheduling. Two statements per tick, both on partial indexes, both con
 on the state they change, so any number of schedulers decide each change once:
 
 - up -> late: expected ping time passed, grace not yet (a conditional UPDATE; nobody is told);
-- up/late -> down: grace passed. Overdue rows are claimed with FOR UPDATE SKIP LOCKED and
+- up/late -> down: grace passed (and new -> down: a /start's run did not end within the grace). Overdue rows are claimed with FOR UPDATE SKIP LOCKED and
   changed in the same statement; their ``failure`` notifications are written in the same
   transaction, so a change and its one notification commit together or not at all.
 """
@@ -50,7 +50,7 @@ def _claim_down(now, batch_size):
         return queries.mark_down(now, batch_size)
     # SQLite (the embedded mode): its transactions take the write lock as they begin, so the
     # rows read here are the rows changed; it has no FOR UPDATE, nor RETURNING from a join.
-    claimed = list(Monitor.objects.filter(state__in=[Monitor.State.UP, Monitor.State.LATE], deadline_at__lte=now)
+    claimed = list(Monitor.objects.filter(state__in=Monitor.CAN_GO_DOWN, deadline_at__lte=now)
                    .order_by("deadline_at").values_list("id", "state")[:batch_size])
     Monitor.objects.filter(id__in=[pk for pk, _ in claimed]).update(
         state=Monitor.State.DOWN, state_changed_at=now, deadline_at=None, updated_at=now)

@@ -36,6 +36,11 @@ class Monitor(models.Model):
         DOWN = "down", "Down"
         PAUSED = "paused", "Paused"
 
+    #: The states the scheduler turns down once ``deadline_at`` passes. A new monitor has a
+    #: deadline only after a /start: start + grace, within which the run must end (as
+    #: Healthchecks does), else it goes down although it never had a success.
+    CAN_GO_DOWN = ("new", "up", "late")
+
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="monitors", db_index=False)
     organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="monitors",
@@ -66,7 +71,7 @@ class Monitor(models.Model):
         ordering = ["name"]
         indexes = [
             models.Index(fields=["deadline_at"], name="monitor_overdue",
-                         condition=Q(state__in=["up", "late"], deadline_at__isnull=False)),
+                         condition=Q(state__in=["new", "up", "late"], deadline_at__isnull=False)),
             models.Index(fields=["next_expected_at"], name="monitor_late",
                          condition=Q(state="up", next_expected_at__isnull=False)),
             models.Index(fields=["project", "name"], name="monitor_project_name"),

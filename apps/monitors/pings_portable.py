@@ -80,8 +80,8 @@ def _apply(monitor, params, new, duration):
         monitor.next_expected_at, monitor.deadline_at = params["expected"], params["deadline"]
     elif kind == Ping.Kind.FAIL:
         monitor.next_expected_at = monitor.deadline_at = None
-    elif monitor.deadline_at is not None:
-        monitor.deadline_at = min(monitor.deadline_at, params["run_deadline"])
+    else:  # a start: the run must end within the grace (LEAST in the PostgreSQL statement)
+        monitor.deadline_at = min(d for d in (monitor.deadline_at, params["run_deadline"]) if d is not None)
     monitor.updated_at = now
     monitor.save(update_fields=["state", "state_changed_at", "last_ping_at", "last_ping_kind", "last_start_at",
                                 "last_duration_ms", "next_expected_at", "deadline_at", "updated_at"])

@@ -135,13 +135,15 @@ _generic_plans = weakref.WeakSet()  # the connections told to use generic plans
 
 # --- the scheduler's check (apps.monitors.clock) -----------------------------------------
 
+#: A new monitor has a deadline only once a /start came: start + grace.
+_CAN_GO_DOWN = ", ".join(f"'{state}'" for state in Monitor.CAN_GO_DOWN)
 MARK_LATE = (f"UPDATE {M} SET state = 'late', state_changed_at = %(now)s, updated_at = %(now)s "
              f"WHERE state = 'up' AND next_expected_at <= %(now)s AND deadline_at > %(now)s RETURNING id")
 MARK_DOWN = (
     f"UPDATE {M} m SET state = 'down', state_changed_at = %(now)s, deadline_at = NULL, updated_at = %(now)s "
-    f"FROM (SELECT id, state FROM {M} WHERE state IN ('up', 'late') AND deadline_at <= %(now)s "
+    f"FROM (SELECT id, state FROM {M} WHERE state IN ({_CAN_GO_DOWN}) AND deadline_at <= %(now)s "
     f"      ORDER BY deadline_at LIMIT %(n)s FOR UPDATE SKIP LOCKED) old "
-    f"WHERE m.id = old.id AND m.state IN ('up', 'late') AND m.deadline_at <= %(now)s RETURNING m.id, old.state"
+    f"WHERE m.id = old.id AND m.state IN ({_CAN_GO_DOWN}) AND m.deadline_at <= %(now)s RETURNING m.id, old.state"
 )
 
 
@@ -154,7 +156,7 @@ def mark_late(now):
 
 
 def mark_down(now, batch_size):
-    """Turn down at most ``batch_size`` up or late monitors whose grace passed at ``now``,
+    """Turn down at most ``batch_size`` up, late or started new monitors whose grace passed at ``now``,
     skipping those another transaction holds; returns (id, state before) of each."""
     with connection.cursor() as cursor:
         cursor.execute(MARK_DOWN, {"now": now, "n": batch_size})

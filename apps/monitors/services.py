@@ -74,7 +74,9 @@ def pause_monitor(monitor, *, now=None):
 
 def resume_monitor(monitor, *, now=None):
     """Back to ``new``: it waits for the next ping before it can be late again."""
-    return _set_state(monitor, Monitor.State.NEW, now or timezone.now(), only_from=Monitor.State.PAUSED)
+    # (a /start while paused left a deadline: a new monitor would go down by it)
+    return _set_state(monitor, Monitor.State.NEW, now or timezone.now(), only_from=Monitor.State.PAUSED,
+                      deadline_at=None)
 
 
 def ensure_badge(monitor):

@@ -364,6 +364,34 @@ def test_a_start_without_its_end_within_the_grace_goes_down(monitor, channel):
     assert list(Notification.objects.values_list("event", flat=True)) == ["failure"]
 
 
+def test_a_new_monitor_started_and_then_silent_goes_down_after_the_grace(monitor, channel):
+    ping_at(monitor, "start", utc(2026, 12, 3, 10, 0))  # never a success: new, the run must end by 10:10
+    monitor.refresh_from_db()
+    assert (monitor.state, monitor.deadline_at) == ("new", utc(2026, 12, 3, 10, 10))
+    assert clock.check_monitors(utc(2026, 12, 3, 10, 9)) == (0, 0)
+    assert clock.check_monitors(utc(2026, 12, 3, 10, 10)) == (0, 1)
+    assert clock.check_monitors(utc(2026, 12, 3, 10, 20)) == (0, 0)  # once
+    assert Monitor.objects.get(pk=monitor.pk).state == "down"
+    assert list(Notification.objects.values_list("event", flat=True)) == ["failure"]
+    result = ping_at(monitor, "success", utc(2026, 12, 3, 10, 30))
+    assert (result.old_state, result.new_state) == ("down", "up")
+
+
+def test_a_new_monitor_without_a_start_never_goes_down(monitor, channel):
+    assert clock.check_monitors(utc(2030, 1, 1)) == (0, 0)
+    assert Monitor.objects.get(pk=monitor.pk).state == "new"
+
+
+def test_a_start_while_paused_does_not_take_the_resumed_monitor_down(monitor):
+    from apps.monitors.services import pause_monitor, resume_monitor
+
+    pause_monitor(monitor, now=utc(2026, 12, 3, 9, 0))
+    ping_at(monitor, "start", utc(2026, 12, 3, 10, 0))
+    resume_monitor(monitor, now=utc(2026, 12, 3, 10, 1))
+    assert clock.check_monitors(utc(2026, 12, 3, 12, 0)) == (0, 0)
+    assert Monitor.objects.get(pk=monitor.pk).state == "new"
+
+
 def test_a_start_ended_in_time_keeps_the_schedule(monitor):
     ping_at(monitor, "success", utc(2026, 12, 3, 10, 0))
     ping_at(monitor, "start", utc(2026, 12, 3, 10, 55))
