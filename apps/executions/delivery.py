@@ -44,13 +44,14 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 import cronsvc
+from apps.jobs.validation import request_spec  # the one request spec (also the test run's)
 from cronsvc.delivery.aio import AsyncSession, deliver_async, loop_thread
 from cronsvc.delivery.breaker import COUNTED_FAILURES, host_key
 from cronsvc.delivery.client import CANCELLED, deliver
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.masking import masked
 from cronsvc.delivery.outcome import SuccessCriteria, circuit_open, classify, parse_status_codes
-from cronsvc.delivery.request import PreparedDelivery, RequestSpec, prepare, standard_variables
+from cronsvc.delivery.request import PreparedDelivery, prepare, standard_variables
 from cronsvc.delivery.retry import RetryPolicy, next_delay, parse_retry_after, should_retry
 from cronsvc.delivery.template import UpstreamResult, WorkflowVariables, upstream_key
 
@@ -301,7 +302,8 @@ def _next_group(results, pending, until=None):
 CLAIMED_FIELDS = (
     "id", "job", "organization", "scheduled_for", "attempt", "trigger",
     "job__project", "job__organization", "job__name", "job__url", "job__method", "job__headers", "job__secret_headers",
-    "job__body", "job__body_format", "job__auth", "job__timeout_seconds", "job__follow_redirects",
+    "job__body", "job__body_format", "job__auth", "job__timeout_seconds", "job__connect_timeout_seconds",
+    "job__follow_redirects",
     "job__success_status_codes", "job__success_body_contains", "job__success_body_regex",
     "job__max_attempts", "job__retry_initial_delay_seconds", "job__retry_max_delay_seconds",
     "job__retry_multiplier", "job__retry_on_timeout", "job__overlap_policy", "job__rate_limit_per_minute",
@@ -574,14 +576,6 @@ def _with_upstream(execution, variables):
         "job__name", "status", "response_status", "response_body")
     return WorkflowVariables(variables, {upstream_key(name): UpstreamResult(outcome=status, status=code, body=body)
                                          for name, status, code, body in rows})
-
-
-def request_spec(job):
-    return RequestSpec(
-        url=job.url, method=job.method, headers=job.request_headers(), body=job.body,
-        body_format=job.body_format, auth=job.auth, connect_timeout=settings.DELIVERY_CONNECT_TIMEOUT,
-        timeout=float(job.timeout_seconds), follow_redirects=job.follow_redirects,
-    )
 
 
 def _send(run):

@@ -28,6 +28,7 @@ API_PATH_TO_FIELD = {
     "request": "url", "request.url": "url", "request.method": "method", "request.headers": "headers",
     "request.body": "body", "request.body_format": "body_format",
     "request.timeout_seconds": "timeout_seconds", "request.follow_redirects": "follow_redirects",
+    "request.connect_timeout_seconds": "connect_timeout_seconds", "rate_limit_per_minute": "rate_limit_per_minute",
     "request.auth": "auth_type", "request.auth.type": "auth_type", "request.auth.username": "auth_username",
     "request.auth.password": "auth_password", "request.auth.token": "auth_token",
     "retry": "max_attempts", "retry.max_attempts": "max_attempts",
@@ -95,6 +96,8 @@ def form_values(job):
         "dependency_mode": job.dependency_mode, "dependencies": _dependency_rows_of(job),
         "windows": windows_text(job.windows), "blackouts": blackouts_text(job.blackouts),
         "outside_window": job.outside_window, "priority": job.priority,
+        "connect_timeout_seconds": _number(job.connect_timeout_seconds) if job.connect_timeout_seconds else "",
+        "rate_limit_per_minute": str(job.rate_limit_per_minute or ""),
         "kind": job.kind, "script_language": job.script_language or Job.ScriptLanguage.PYTHON,
         "script_source": job.script_source, "script_env": [(name, MASK) for name in job.script_env or {}],
         "script_allow_network": job.script_allow_network,
@@ -167,6 +170,7 @@ def job_data(post, *, stored_auth=None, regions=()):
         "blackouts": blackouts_from_text(post.get("blackouts", "")),
         "outside_window": post.get("outside_window") or Job.OutsideWindow.SKIP,
         "priority": post.get("priority") or Job.Priority.NORMAL,
+        "rate_limit_per_minute": _int(post.get("rate_limit_per_minute", ""), None),
     }
     if regions:
         data["region"] = post.get("region", "")
@@ -235,6 +239,7 @@ def _request(post, stored_auth):
         "body": post.get("body", ""),
         "body_format": post.get("body_format") or "raw",
         "timeout_seconds": _int(post.get("timeout_seconds", ""), 30),
+        "connect_timeout_seconds": _float(post.get("connect_timeout_seconds", ""), None),
         "follow_redirects": _checked(post, "follow_redirects"),
         "auth": _auth(post, stored_auth),
     }

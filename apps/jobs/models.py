@@ -115,6 +115,9 @@ class Job(models.Model):
         help_text="Credential headers (Authorization, X-API-Key, Cookie, ... and those marked secret), encrypted; "
                   "merged into headers when the request is sent.")
     timeout_seconds = models.PositiveIntegerField(default=30)
+    # Seconds to connect to the endpoint; empty: the platform's DELIVERY_CONNECT_TIMEOUT
+    # (apps.jobs.validation.request_spec, the one place a run's request is specified).
+    connect_timeout_seconds = models.FloatField(null=True, blank=True)
     follow_redirects = models.BooleanField(default=False)
     success_status_codes = models.CharField(max_length=200, default="200-299")
     success_body_contains = models.CharField(max_length=500, blank=True)

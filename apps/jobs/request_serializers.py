@@ -98,6 +98,10 @@ class RequestSpecSerializer(StrictSerializer):
     body_format = serializers.ChoiceField(choices=Job.BodyFormat.choices, required=False, help_text="Default raw.")
     timeout_seconds = serializers.IntegerField(min_value=1, max_value=300, required=False,
                                                help_text="Default 30; at most the plan's max_timeout_seconds.")
+    connect_timeout_seconds = serializers.FloatField(
+        min_value=0.1, max_value=60, allow_null=True, required=False,
+        help_text="Seconds to connect to the endpoint, at most timeout_seconds; null (default): the platform's "
+                  "DELIVERY_CONNECT_TIMEOUT (5 s unless the operator changed it).")
     follow_redirects = serializers.BooleanField(required=False, help_text="Default false.")
     auth = AuthField(required=False, allow_null=True,
                      help_text=f"Basic or bearer credentials; secrets are write-only (shown as `{MASK}`); "

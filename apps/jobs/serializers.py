@@ -189,7 +189,7 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
             "overlap_policy", "region", "next_run_at", "last_run_at", "last_status", "consecutive_failures",
             "paused_reason", "disabled_reason", "expired_at", "description_human", "created_at", "updated_at",
             "dependencies", "dependency_mode", "dependents",
-            "windows", "blackouts", "outside_window", "priority", "kind", "script",
+            "windows", "blackouts", "outside_window", "priority", "kind", "script", "rate_limit_per_minute",
         ]
         read_only_fields = [
             "id", "next_run_at", "last_run_at", "last_status", "consecutive_failures", "paused_reason",
@@ -199,6 +199,10 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
             "jitter_seconds": {"max_value": 86400, "help_text": "Each run is due up to this much later "
                                                                  "(a stable offset per job)."},
             "misfire_grace_seconds": {"max_value": 7 * 86400},
+            "rate_limit_per_minute": {"min_value": 1, "max_value": 10_000, "help_text": (
+                "At most this many of the job's requests start per minute (a token bucket; runs over it wait and "
+                "go out as tokens come); null (default): no limit of its own."
+            )},
             "outside_window": {"help_text": "skip (default): an occurrence outside the windows is recorded as a "
                                             "skipped run, reason `outside_window`; defer: it runs at the windows' "
                                             "next opening instead (later occurrences up to it fold into that run)."},

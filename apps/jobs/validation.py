@@ -37,13 +37,12 @@ from .scheduling import job_schedule
 
 SCHEDULE_FIELDS = frozenset(
     {"schedule_type", "cron_expression", "interval_seconds", "run_at", "timezone", "start_at", "end_at"})
-REQUEST_FIELDS = frozenset(
-    {"url", "method", "headers", "body", "body_format", "auth", "timeout_seconds", "follow_redirects"})
+REQUEST_FIELDS = frozenset({"url", "method", "headers", "body", "body_format", "auth", "timeout_seconds",
+                            "connect_timeout_seconds", "follow_redirects"})
 SUCCESS_FIELDS = frozenset({"success_status_codes", "success_body_contains", "success_body_regex"})
 RETRY_FIELDS = frozenset({"max_attempts", "retry_initial_delay_seconds", "retry_max_delay_seconds",
                           "retry_multiplier", "retry_on_timeout"})
 ALL_FIELDS = SCHEDULE_FIELDS | REQUEST_FIELDS | SUCCESS_FIELDS | RETRY_FIELDS | {"region"}
-CONNECT_TIMEOUT_SECONDS = 5.0
 
 # Instants the API accepts: the schedule math works up to year 9998, and a run must be
 # computable a year (plus jitter) past any instant a customer gives.
@@ -51,7 +50,7 @@ EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)
 LATEST = datetime(9000, 1, 1, tzinfo=timezone.utc)
 
 # Engine field names -> the API's input paths.
-_REQUEST_PATHS = {"timeout": "request.timeout_seconds", "connect_timeout": "request.timeout_seconds",
+_REQUEST_PATHS = {"timeout": "request.timeout_seconds", "connect_timeout": "request.connect_timeout_seconds",
                   "max_redirects": "request.follow_redirects"}
 
 
@@ -110,12 +109,16 @@ def check_job_quota(organization, plan, adding=1):
 
 
 def request_spec(job):
-    """The delivery engine's view of the job's request."""
+    """The delivery engine's view of the job's request: the one the worker sends, the job
+    form's test run sends and validation checks. The connect timeout is the job's own, else
+    the platform's DELIVERY_CONNECT_TIMEOUT (at most the whole timeout)."""
     timeout = float(job.timeout_seconds or 0)
+    connect = job.connect_timeout_seconds
+    if connect is None:
+        connect = min(settings.DELIVERY_CONNECT_TIMEOUT, timeout) or settings.DELIVERY_CONNECT_TIMEOUT
     return RequestSpec(
-        url=job.url, method=job.method, headers=job.headers or {}, body=job.body or "",
-        body_format=job.body_format, auth=job.auth or None, timeout=timeout,
-        connect_timeout=min(CONNECT_TIMEOUT_SECONDS, timeout) or CONNECT_TIMEOUT_SECONDS,
+        url=job.url, method=job.method, headers=job.request_headers(), body=job.body or "",
+        body_format=job.body_format, auth=job.auth or None, timeout=timeout, connect_timeout=float(connect),
         follow_redirects=job.follow_redirects,
     )
 

@@ -353,3 +353,17 @@ def test_a_suspended_organization_gets_an_explanation(tenant, owner):
     suspend_organization(tenant.organization, reason="unpaid invoice")
     response = owner.get("/")
     assert response.status_code == 403 and "unpaid invoice" in html(response)
+
+
+def test_the_form_sets_the_jobs_connect_timeout_and_rate_limit(tenant, owner):
+    response = owner.post("/jobs/new/", job_form(tenant, connect_timeout_seconds="2.5", rate_limit_per_minute="12"))
+    assert response.status_code == 302
+    job = Job.objects.get(name="Nightly report")
+    assert (job.connect_timeout_seconds, job.rate_limit_per_minute) == (2.5, 12)
+    page = html(owner.get(f"/jobs/{job.pk}/edit/"))
+    assert 'name="connect_timeout_seconds"' in page and 'value="2.5"' in page and 'value="12"' in page
+    page = html(owner.post(f"/jobs/{job.pk}/edit/", job_form(tenant, connect_timeout_seconds="0")))
+    assert 'id="id_connect_timeout_seconds-error"' in page
+    owner.post(f"/jobs/{job.pk}/edit/", job_form(tenant))  # left empty: the platform's defaults again
+    job.refresh_from_db()
+    assert (job.connect_timeout_seconds, job.rate_limit_per_minute) == (None, None)
