@@ -367,3 +367,15 @@ def test_the_form_sets_the_jobs_connect_timeout_and_rate_limit(tenant, owner):
     owner.post(f"/jobs/{job.pk}/edit/", job_form(tenant))  # left empty: the platform's defaults again
     job.refresh_from_db()
     assert (job.connect_timeout_seconds, job.rate_limit_per_minute) == (None, None)
+
+
+def test_history_and_run_pages_show_lateness_without_the_jitter(tenant, owner, make_job):
+    job = make_job(tenant, jitter_seconds=60)
+    scheduled = timezone.now().replace(microsecond=0) - timedelta(minutes=5)
+    execution = Execution.objects.create(  # 45 s of jitter, then 3 s late
+        job=job, organization=tenant.organization, scheduled_for=scheduled, jitter_seconds=45, status="running",
+        started_at=scheduled + timedelta(seconds=48), trigger="schedule")
+    history = html(owner.get(f"/jobs/{job.pk}/history/"))
+    assert 'data-label="Late by" class="num">3.0 s<' in history and "48.0 s" not in history
+    detail = html(owner.get(f"/executions/{execution.pk}/"))
+    assert "<dt>Late by</dt><dd data-lateness>3.0 s" in detail and "after its 45 s of jitter" in detail
