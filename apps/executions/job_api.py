@@ -18,7 +18,7 @@ from apps.api.pagination import ExecutionCursorPagination
 from apps.badges.api import JobBadgeActions
 from apps.jobs import api as jobs_api
 
-from .api import ExecutionFilter
+from .api import ExecutionFilter, history_page
 from .models import Execution
 from .serializers import ExecutionSerializer
 from .stats_api import DESCRIPTION as STATS_DESCRIPTION, EXAMPLE as STATS_EXAMPLE, WINDOW
@@ -35,8 +35,8 @@ class JobRunActions:
     def trigger(self, request, pk=None):
         job = self.get_object()
         self._no_body()
-        execution = trigger_now(job)
-        self.audit("job.trigger", job, {"execution": str(execution.pk)})
+        execution = trigger_now(
+            job, audit=lambda execution: self.audit("job.trigger", job, {"execution": str(execution.pk)}))
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=ExecutionSerializer(many=True), filters=True)
@@ -48,7 +48,7 @@ class JobRunActions:
         executions = self.filter_queryset(Execution.objects.for_organization(self.actor.organization)
                                           .filter(job=job))
         page = self.paginate_queryset(executions)
-        return self.get_paginated_response(ExecutionSerializer(page, many=True).data)
+        return self.get_paginated_response(history_page(page, self.get_serializer_context()))
 
     @extend_schema(parameters=[WINDOW], responses=StatsSerializer, examples=[STATS_EXAMPLE],
                    description=STATS_DESCRIPTION)
