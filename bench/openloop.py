@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import Counter
 import statistics
 import time
 from dataclasses import dataclass
@@ -128,7 +129,7 @@ def figures(samples, rate, ok=(200,)):
     latencies = [s[1] * 1000 for s in samples]
     service = [s[2] * 1000 for s in samples]
     errors = [s[3] for s in samples if s[3] not in ok]
-    return {"rate": rate, "count": len(latencies), "errors": len(errors), "p50": percentile(latencies, 0.50),
+    return {"rate": rate, "count": len(latencies), "errors": len(errors), "statuses": dict(Counter(errors)), "p50": percentile(latencies, 0.50),
             "p95": percentile(latencies, 0.95), "p99": percentile(latencies, 0.99), "max": max(latencies),
             "service_p95": percentile(service, 0.95)}
 
@@ -139,4 +140,5 @@ KEYS = ("rate", "p50", "p95", "p99", "max", "service_p95", "load", "load_cpu")
 def median_of(runs):
     """The median of each figure over runs (errors: the worst run; count: the sum)."""
     return {key: statistics.median(run[key] for run in runs) for key in KEYS} | {
-        "errors": max(run["errors"] for run in runs), "count": sum(run["count"] for run in runs)}
+        "errors": max(run["errors"] for run in runs), "count": sum(run["count"] for run in runs),
+        "statuses": dict(sum((Counter(run["statuses"]) for run in runs), Counter()))}
