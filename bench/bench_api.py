@@ -391,7 +391,7 @@ def open_loop(port, key, args, context, org):
     return {name: open_median(samples[name]) for name in order if name in samples}
 
 
-def open_table(results, args):
+def open_table(results):
     out = ["| requests | sent/s | p50 ms | p95 ms | p99 ms | max ms | service p95 ms | errors | target | load avg | "
            "generator CPU % |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for name, cell in results.items():
@@ -682,7 +682,7 @@ def main():
               f"{READS_PER_SECOND} reads/s on the closed-loop ones.")
     blocks = [f"{provenance()}.", ""]
     if opened:
-        blocks += [open_header(command, args, len(job_ids)), "", open_table(opened, args), "",
+        blocks += [open_header(command, args, len(job_ids)), "", open_table(opened), "",
                    "Cost of each kind of request in the bench process (Django's test client, no server; the "
                    "SQL statements and Python calls do not depend on the machine's load):", "",
                    costs_table(costs), ""]
