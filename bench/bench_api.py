@@ -1,26 +1,33 @@
-"""API load benchmark (issue 6, "Speed"): the REST API over HTTP, served by the web server exactly
-as the Procfile's ``web`` line, on PostgreSQL and Redis, driven by wrk.
+"""API load benchmark (issues 6 and 38): the REST API over HTTP, served by the web server exactly
+as the Procfile's ``web`` line, on PostgreSQL and Redis.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench_api \\
     REDIS_URL=redis://127.0.0.1:6379/4 SECRET_KEY=bench-only \\
-    .venv/bin/python bench/bench_api.py [--executions 1000000] [--runs 3] [--seconds 10] [--quick]
+    .venv/bin/python bench/bench_api.py [--mode open|closed|both] [--rate 500] [--executions 1000000]
 
-Scenarios, each at 20 and 100 closed-loop connections (the throughput at saturation) and at
-20 paced clients (each waits about ``--think-ms`` between requests, like a load-test user:
-the latency under a realistic load): job create (POST), job read (a random job of
-``--jobs``), job list (50 per page), executions list (first page, and a keyset page half-way
-down the table) with ``--executions`` rows, and ``/healthz`` through the same web server as the
-baseline that makes figures comparable across machines. Each cell is the median of
-``--runs`` wrk runs of ``--seconds`` (paced runs last at least 30 s, and their first 5 s,
-while the clients connect and start, are left out). Also prints the SQL of the executions
-list (no COUNT, keyset) and its EXPLAIN ANALYZE at full size.
+``--mode open`` (the default; issue 38): the latency *at* a rate. A mix of what users ask
+(``MIX``: job reads, 50-job lists, history pages org-wide, per job and half-way down, creates
+with a host name in the URL, triggers) is sent at a fixed ``--rate`` by bench/openloop.py
+(wrk2's method: latency from the scheduled send time), then the history pages alone at
+``--history-rate``; /healthz at ``--rate`` through the same server is each run's baseline.
+Figures per kind of request and for the whole mix, with the load average and the load
+generator's own CPU (it shares the machine).
 
-The database in DATABASE_URL is created and migrated when missing, and its executions table
-is truncated when it does not hold ``--executions`` rows: it must be a database of its own
-(its name must contain "bench"). The Redis index must not be 0. The bench tenant is on the
-enterprise plan, whose API quota (requests per minute) is raised to 10^9 in this database so
-the throttle counts every request but refuses none. Prints figures; never passes or fails
-on a timing. See bench/README.md ("API") for the method and the latest figures.
+``--mode closed`` (issue 6): each scenario alone, driven by wrk (Debian's ``wrk``: ``make
+wrk``) at 20 and 100 closed-loop connections (the throughput at saturation) and at 20 paced
+clients (each waits about ``--think-ms`` between requests). Each cell is the median of
+``--runs`` wrk runs of ``--seconds``.
+
+Both print the SQL of the executions list (no COUNT, keyset) and its EXPLAIN ANALYZE at full
+size. The database in DATABASE_URL is created and migrated when missing, and its executions
+table is reloaded when it does not hold ``--executions`` rows (generate_series on the server,
+the secondary indexes dropped during the load and built after: 1M rows in about 1.5 min, 10M
+in about 15 on a busy 2-core machine): it must be a database of its own (its name must
+contain "bench"). The Redis index must not be 0. The bench tenant is on the enterprise plan,
+whose API quota (requests per minute) is raised to 10^9 in this database so the throttle
+counts every request but refuses none. The jobs the creates make and the runs the triggers
+start are deleted after each run. Prints figures; never passes or fails on a timing. See
+bench/README.md ("API") for the method and the latest figures.
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ WRK_DIR = ROOT / "bench" / "wrk"
 sys.path.insert(0, str(ROOT))
 
 from benchenv import log, prepare  # noqa: E402 - bench/ is on sys.path: run as a script
+from openloop import ALL, Request, paced_run  # noqa: E402
+from openloop import median_of as open_median  # noqa: E402
 UTC = timezone.utc
 
 BENCH_ORG = "Bench API"
@@ -68,6 +77,23 @@ SCENARIOS = {  # name -> what it requests
     "executions_deep": "GET /api/v1/executions/?cursor=... (half-way down)",
     "create": "POST /api/v1/jobs/",
 }
+
+
+# The open-loop mix (issue 38): what a dashboard and a deploy script ask of the API, by weight.
+MIX = {"read": 50, "list": 15, "executions": 10, "job_executions": 10, "executions_deep": 5,
+       "create": 5, "trigger": 5}
+MIX_KINDS = {  # kind -> what it requests
+    "read": "GET /api/v1/jobs/{id}/ (a random job)",
+    "list": "GET /api/v1/jobs/?page_size=50",
+    "executions": "GET /api/v1/executions/?page_size=50 (first page)",
+    "job_executions": "GET /api/v1/jobs/{id}/executions/?page_size=50 (a random job's history)",
+    "executions_deep": "GET /api/v1/executions/?page_size=50&cursor=... (half-way down)",
+    "create": "POST /api/v1/jobs/ (cron job, URL with a host name)",
+    "trigger": "POST /api/v1/jobs/{id}/trigger/ (a random job)",
+}
+HISTORY_KINDS = ("executions", "job_executions", "executions_deep")
+OPEN_TARGETS = {"mix": 50, "history": 100}  # p95 ms: the mix at --rate, history pages at --history-rate
+OK = (200, 201, 202)
 
 
 def ensure_wrk():
@@ -108,7 +134,7 @@ def prepare_tenant(jobs_count, run_id):
 
 def load_executions(org, job_ids, target):
     """Exactly ``target`` executions of the bench tenant, spread over its jobs."""
-    from django.db import connection
+    from django.db import connection, transaction
 
     from apps.executions.models import Execution
 
@@ -119,15 +145,37 @@ def load_executions(org, job_ids, target):
         return
     log(f"loading {target:,} executions (table had {have:,})")
     started = time.monotonic()
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:  # all or nothing: indexes dropped and back
         cursor.execute(f"TRUNCATE {table} CASCADE")
-        cursor.execute("SET synchronous_commit = off")
+        cursor.execute("SET LOCAL synchronous_commit = off")
+        cursor.execute("SET LOCAL session_replication_role = replica")  # no foreign-key check per row: the rows are made consistent
+        indexes = _drop_indexes(cursor, table)
         statement, params = _insert_statement(org, job_ids)
         for first in range(0, target, INSERT_CHUNK):
             cursor.execute(statement, {**params, "first": first, "last": min(target, first + INSERT_CHUNK) - 1})
-            log(f"  {min(target, first + INSERT_CHUNK):,} rows")
+            if (first // INSERT_CHUNK) % 4 == 3 or first + INSERT_CHUNK >= target:
+                log(f"  {min(target, first + INSERT_CHUNK):,} rows ({time.monotonic() - started:.0f} s)")
+        cursor.execute("SET LOCAL session_replication_role = DEFAULT")
+        cursor.execute("SET LOCAL maintenance_work_mem = '256MB'")
+        for definition in indexes:
+            cursor.execute(definition)
+        log(f"  {len(indexes)} indexes rebuilt ({time.monotonic() - started:.0f} s)")
+    with connection.cursor() as cursor:
         cursor.execute(f"VACUUM (ANALYZE) {table}")
     log(f"loaded in {time.monotonic() - started:.0f} s")
+
+
+def _drop_indexes(cursor, table):
+    """Drop the table's indexes that back no constraint and return their definitions: one
+    sort per index after the load is many times faster than keeping 9 indexes (a GIN among
+    them) up to date row by row (what pg_restore does too)."""
+    cursor.execute("SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+                   "WHERE i.indrelid = %s::regclass AND NOT EXISTS "
+                   "(SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)", [table])
+    found = cursor.fetchall()
+    for name, _ in found:
+        cursor.execute(f"DROP INDEX {name}")
+    return [definition for _, definition in found]
 
 
 def _insert_statement(org, job_ids):
@@ -220,6 +268,161 @@ def explain_executions_list(key, paths):
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + page)
             lines += ["    " + row[0] for row in cursor.fetchall()]
     return "\n".join(lines)
+
+
+def mix_requests(count, seed, *, job_ids, project, cursor, run_id, mix=MIX):
+    """``count`` requests drawn from ``mix`` (kind -> weight), in a seeded random order."""
+    import random
+
+    rng = random.Random(seed)
+    kinds = rng.choices(list(mix), weights=list(mix.values()), k=count)
+    return [_request(kind, rng, n, job_ids=job_ids, project=project, cursor=cursor, run_id=run_id)
+            for n, kind in enumerate(kinds)]
+
+
+def _request(kind, rng, n, *, job_ids, project, cursor, run_id):
+    job = rng.choice(job_ids)
+    if kind == "create":
+        body = {"project": project, "name": f"bench create {run_id}-{n}",
+                "schedule": {"type": "cron", "expression": "*/5 * * * *", "timezone": "Europe/Berlin"},
+                "request": {"url": f"https://hooks{n % 7}.example.com/bench", "method": "POST", "body": "{}"}}
+        return Request(kind, "POST", "/api/v1/jobs/", json.dumps(body).encode())
+    path = {"read": f"/api/v1/jobs/{job}/", "list": "/api/v1/jobs/?page_size=50",
+            "executions": "/api/v1/executions/?page_size=50",
+            "job_executions": f"/api/v1/jobs/{job}/executions/?page_size=50",
+            "executions_deep": f"/api/v1/executions/?page_size=50&cursor={cursor}",
+            "trigger": f"/api/v1/jobs/{job}/trigger/"}[kind]
+    return Request(kind, "POST" if kind == "trigger" else "GET", path)
+
+
+def request_costs(key, context, org, repeat=20):
+    """Per kind of the mix, in this process through Django's test client (no server, no
+    network): SQL statements per request, Python function calls per request (cProfile's
+    count: the same on a busy or an idle machine), CPU ms and elapsed ms per request (the
+    median of five batches; elapsed includes the waits on PostgreSQL, Redis and DNS). Where the time goes, in figures a busy machine does not move (the first
+    two)."""
+    import cProfile
+    import pstats
+
+    from django.db import connection
+    from django.test import Client
+
+    client = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {key}")
+
+    def send(request):
+        if request.method == "GET":
+            response = client.get(request.path)
+        else:
+            response = client.post(request.path, request.body, content_type="application/json")
+        assert response.status_code in OK, (request.path, response.status_code, response.content[:300])
+
+    costs = {}
+    for kind in MIX:
+        requests = mix_requests(1 + 6 * repeat, 99, mix={kind: 1}, **context)
+        send(requests[0])  # the key's cache, the thread's representation plans
+        connection.queries_log.clear()  # a request empties the log as it starts: count from empty
+        connection.force_debug_cursor = True
+        try:
+            send(requests[1])
+            queries = len(connection.queries_log)
+        finally:
+            connection.force_debug_cursor = False
+        profile = cProfile.Profile()
+        profile.runcall(lambda: [send(r) for r in requests[1:1 + repeat]])
+        calls = sum(entry[1] for entry in pstats.Stats(profile).stats.values()) / repeat
+        cpu, wall = [], []
+        for batch in range(5):
+            started, clock = time.process_time(), time.monotonic()
+            for request in requests[1 + repeat * (1 + batch):1 + repeat * (2 + batch)]:
+                send(request)
+            cpu.append((time.process_time() - started) * 1000 / repeat)
+            wall.append((time.monotonic() - clock) * 1000 / repeat)
+        costs[kind] = {"queries": queries, "calls": calls, "cpu_ms": statistics.median(cpu),
+                       "wall_ms": statistics.median(wall), "load": os.getloadavg()[0]}
+        log(f"{kind:16} {queries} queries, {calls:,.0f} Python calls, {costs[kind]['cpu_ms']:.2f} ms CPU, "
+            f"{costs[kind]['wall_ms']:.2f} ms in all per request")
+    forget_bench_writes(org)
+    return costs
+
+
+def costs_table(costs):
+    out = ["| request | SQL statements | Python calls | CPU ms | elapsed ms | load avg |", "|---|---:|---:|---:|---:|---:|"]
+    out += [f"| {kind} | {c['queries']} | {c['calls']:,.0f} | {c['cpu_ms']:.2f} | {c['wall_ms']:.2f} | {c['load']:.2f} |"
+            for kind, c in costs.items()]
+    return "\n".join(out)
+
+
+def forget_bench_writes(org):
+    """The jobs the creates made and the runs the triggers started, so the next run starts
+    from the same tables (and the executions table keeps its ``--executions`` rows)."""
+    from apps.executions.models import Execution
+    from apps.jobs.models import Job
+
+    Execution.objects.filter(organization=org, trigger=Execution.Trigger.MANUAL).delete()
+    Job.objects.filter(organization=org, name__startswith="bench create").delete()
+
+
+def open_loop(port, key, args, context, org):
+    """Each run: /healthz at --rate (the machine's floor: no database, no auth), the mix at
+    --rate, then the history pages alone at --history-rate. Returns {row: median figures}."""
+    headers = [f"Authorization: Bearer {key}", "Accept: application/json", "Content-Type: application/json"]
+    per_run = args.rate * args.seconds
+    history = {kind: 1 for kind in HISTORY_KINDS}
+    paced_run(port, mix_requests(2 * args.rate, -1, **context), args.rate, args.open_connections,
+              headers=headers, ok=OK)  # warm-up: imports, caches, connections
+    samples = {}
+    for run in range(args.runs):
+        vacuum_analyze()
+        cells = {"baseline": paced_run(port, ["/healthz"] * per_run, args.rate, args.open_connections)[ALL]}
+        mixed = paced_run(port, mix_requests(per_run, run, **context), args.rate, args.open_connections,
+                          headers=headers, ok=OK)
+        cells |= {f"mix: {kind}": cell for kind, cell in mixed.items() if kind != ALL} | {"mix": mixed[ALL]}
+        pages = paced_run(port, mix_requests(args.history_rate * args.seconds, 1000 + run, **context, mix=history),
+                          args.history_rate, max(1, args.open_connections // 5), headers=headers, ok=OK)
+        cells["history"] = pages[ALL]
+        for name, cell in cells.items():
+            samples.setdefault(name, []).append(cell)
+        log(f"open loop run {run + 1}: " + "; ".join(
+            f"{name} {cells[name]['rate']:.0f}/s p95 {cells[name]['p95']:.1f} ms" for name in ("baseline", "mix", "history"))
+            + f"; load {cells['mix']['load']:.2f}, generator CPU {cells['mix']['load_cpu']:.0f} %"
+            + "".join(f"; {name} errors {cells[name]['statuses']}" for name in cells if cells[name]["errors"]))
+        forget_bench_writes(org)
+    order = ["baseline", "mix", *(f"mix: {kind}" for kind in MIX), "history"]
+    return {name: open_median(samples[name]) for name in order if name in samples}
+
+
+def open_table(results):
+    out = ["| requests | sent/s | p50 ms | p95 ms | p99 ms | max ms | service p95 ms | errors | target | load avg | "
+           "generator CPU % |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for name, cell in results.items():
+        target = ""
+        if name in OPEN_TARGETS:
+            met = cell["p95"] < OPEN_TARGETS[name]
+            target = f"p95 < {OPEN_TARGETS[name]} ms: {'met' if met else '**missed**'}"
+        out.append(f"| {name} | {cell['rate']:.0f} | {cell['p50']:.1f} | {cell['p95']:.1f} | {cell['p99']:.1f} | "
+                   f"{cell['max']:.0f} | {cell['service_p95']:.1f} | {cell['errors']} | {target} | {cell['load']:.2f} | "
+                   f"{cell['load_cpu']:.0f} |")
+    return "\n".join(out)
+
+
+def open_header(command, args, jobs):
+    mix = ", ".join(f"{kind} {weight} %" for kind, weight in MIX.items())
+    return (f"**Open loop** (issue 38). {machine()}; PostgreSQL, Redis and the load generator on the same "
+            f"machine.  \nweb: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset')}, "
+            f"WEB_THREADS={os.environ.get('WEB_THREADS', 'unset')}).  \n"
+            f"{args.executions:,} executions, {jobs:,} jobs. Each run: /healthz at {args.rate}/s (baseline, the "
+            f"mix's peer), the mix at {args.rate}/s ({mix}), then the history pages alone at "
+            f"{args.history_rate}/s; {args.open_connections} connections (history: {max(1, args.open_connections // 5)}); "
+            f"median of {args.runs} runs of {args.seconds} s, the first second left out. Latency from the "
+            f"scheduled send time (no coordinated omission); service p95 from the actual send. load avg: "
+            f"1-minute load average after each run; generator CPU: the load generator's own CPU, % of one core.")
+
+
+def provenance():
+    """The date and the commit a table's figures come from."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    return f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit}"
 
 
 # --- the web process -----------------------------------------------------------------------
@@ -384,6 +587,12 @@ def main():
                         help="paced clients (each waits --think-ms between requests), whose p95 the latency "
                              "targets are checked on; 0: none")
     parser.add_argument("--think-ms", type=int, default=1000, help="paced clients' think time (0.5x to 1.5x)")
+    parser.add_argument("--mode", choices=("open", "closed", "both"), default="open",
+                        help="open: the mix at a fixed --rate (issue 38's target); closed: each scenario "
+                             "alone in wrk's closed loop and paced clients (issue 6's)")
+    parser.add_argument("--rate", type=int, default=500, help="open loop: requests per second of the mix")
+    parser.add_argument("--history-rate", type=int, default=100, help="open loop: history pages per second")
+    parser.add_argument("--open-connections", type=int, default=50, help="open loop: keep-alive connections")
     parser.add_argument("--quick", action="store_true", help="100k executions, 1 run of 5 s per cell")
     parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=None,
                         help="write the figures into bench/README.md (default: yes unless --quick)")
@@ -397,7 +606,8 @@ def main():
     if unknown:
         sys.exit(f"unknown scenarios: {', '.join(sorted(unknown))}")
 
-    ensure_wrk()
+    if args.mode != "open":
+        ensure_wrk()
     prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench_api", "redis://127.0.0.1:6379/4")
     run_id = str(int(time.time()))
     org, project, key, job_ids = prepare_tenant(args.jobs, run_id)
@@ -415,6 +625,8 @@ def main():
     }
     explain = explain_executions_list(key, [("first page", paths["executions"]), ("deep page", paths["executions_deep"])])
     print(explain, flush=True)
+    context = {"job_ids": job_ids, "project": str(project.pk), "cursor": cursor, "run_id": run_id}
+    costs = request_costs(key, context, org) if args.mode != "closed" else {}
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-api-"))
     read_paths = workdir / "read_paths.txt"
@@ -423,9 +635,11 @@ def main():
     logfile = open(workdir / "web.log", "w")
     web, command = start_web(port, logfile)
     log(f"web: {command} (PORT={port}, WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset')})")
-    results = {}
+    results, opened = {}, {}
     try:
-        for name in scenarios:
+        if args.mode != "closed":
+            opened = open_loop(port, key, args, context, org)
+        for name in (scenarios if args.mode != "open" else []):
             env = {"BENCH_WRK_DIR": str(WRK_DIR), "BENCH_API_KEY": "" if name == "baseline" else key,
                    "BENCH_PATHS": str(read_paths) if name == "read" else "", "BENCH_PROJECT": str(project.pk),
                    "BENCH_RUN": run_id}
@@ -455,9 +669,7 @@ def main():
     finally:
         stop(web)
         logfile.close()
-        from apps.jobs.models import Job
-
-        Job.objects.filter(organization=org, name__startswith="bench create").delete()
+        forget_bench_writes(org)
 
     header = (f"{machine()}; PostgreSQL and Redis on the same machine; wrk on the same machine (2 threads).  \n"
               f"web: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', f'unset: {os.cpu_count()} cores')}, WEB_THREADS={os.environ.get('WEB_THREADS', 'unset: 2')}).  \n"
@@ -468,7 +680,15 @@ def main():
               f"{args.paced} paced: each client waits {args.think_ms} ms (0.5x-1.5x) between requests, like a "
               f"load-test user (locust's wait_time); the latency targets are checked on these rows, the "
               f"{READS_PER_SECOND} reads/s on the closed-loop ones.")
-    text = "\n".join([header, "", table(results, connections_list, args.paced), "",
+    blocks = [f"{provenance()}.", ""]
+    if opened:
+        blocks += [open_header(command, args, len(job_ids)), "", open_table(opened), "",
+                   "Cost of each kind of request in the bench process (Django's test client, no server; the "
+                   "SQL statements and Python calls do not depend on the machine's load):", "",
+                   costs_table(costs), ""]
+    if results:
+        blocks += [header, "", table(results, connections_list, args.paced), ""]
+    text = "\n".join([*blocks,
                       "<details><summary>Executions list: SQL and EXPLAIN ANALYZE</summary>", "", "```",
                       explain, "```", "</details>", ""])
     print()

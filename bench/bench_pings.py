@@ -6,10 +6,11 @@ server mode on PostgreSQL and Redis; an open-loop load paces pings over many mon
     REDIS_URL=redis://127.0.0.1:6379/11 SECRET_KEY=bench-only \\
     .venv/bin/python bench/bench_pings.py [--rate 500] [--seconds 10] [--runs 5] [--monitors 2000] [--quick]
 
-Open loop, as wrk2 does it: ``--connections`` keep-alive connections each send at
-rate/connections per second on a fixed timetable, and a request's latency is counted from
-the time the timetable says it should have been sent, so a slow answer that delays the next
-requests is counted against them too (no coordinated omission). The pings go to random
+Open loop, as wrk2 does it (bench/openloop.py, shared with bench_api.py): ``--connections``
+keep-alive connections each send at rate/connections per second on a fixed timetable, and a
+request's latency is counted from the time the timetable says it should have been sent, so
+a slow answer that delays the next requests is counted against them too (no coordinated
+omission). The pings go to random
 monitors of ``--monitors`` (half cron, half interval), all up as in a steady state (a
 monitor's first ping, new -> up, happens once in its life), 80 % success, 10 % /start with
 a rid, 10 % /0 with the same rid (a start/end pair). Each run measures the baseline
@@ -26,14 +27,11 @@ fails on a timing. See bench/README.md ("Pings").
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import random
 import signal
-import statistics
 import sys
 import tempfile
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -42,11 +40,12 @@ sys.path.insert(0, str(ROOT))
 
 from bench_api import free_port, machine, start_web, stop  # noqa: E402 - bench/ is on sys.path
 from benchenv import log, prepare  # noqa: E402
+from openloop import median_of, paced_run  # noqa: E402
 
 BENCH_ORG = "Bench pings"
 BENCH_EMAIL = "bench-pings@example.com"
 TARGET_P95_MS = 5.0
-WARMUP_S = 1.0
+AGENT = ["User-Agent: bench-pings"]
 
 
 # --- data --------------------------------------------------------------------------------
@@ -113,87 +112,6 @@ def ping_paths(ping_ids, count, seed):
     return paths[:count]
 
 
-# --- the paced client ----------------------------------------------------------------------
-
-async def _read_response(reader):
-    words = (await reader.readline()).split()
-    if len(words) < 2:
-        raise ConnectionError("connection closed")
-    status = int(words[1])
-    length = 0
-    while True:
-        line = await reader.readline()
-        if line in (b"\r\n", b""):
-            break
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    if length:
-        await reader.readexactly(length)
-    return status
-
-
-async def _connection(port, paths, start, interval, offset, latencies, service, errors):
-    """One keep-alive connection sending ``paths`` on its timetable."""
-    loop = asyncio.get_running_loop()
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        for index, path in enumerate(paths):
-            intended = start + offset + index * interval
-            delay = intended - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            sent = loop.time()
-            try:
-                writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: bench-pings\r\n\r\n".encode())
-                status = await _read_response(reader)
-            except (ConnectionError, asyncio.IncompleteReadError):
-                status = 0  # counted as an error; the next request gets a new connection
-                writer.close()
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            done = loop.time()
-            if intended - start < WARMUP_S:
-                continue
-            latencies.append(done - intended)
-            service.append(done - sent)
-            if status != 200:
-                errors.append(status)
-    finally:
-        writer.close()
-
-
-async def paced_run(port, paths, rate, connections):
-    """Send ``paths`` at ``rate`` per second over ``connections``; returns the figures."""
-    loop = asyncio.get_running_loop()
-    interval = connections / rate  # each connection's spacing
-    latencies, service, errors = [], [], []
-    start = loop.time() + 0.2
-    shares = [paths[n::connections] for n in range(connections)]
-    began = time.monotonic()
-    await asyncio.gather(*(_connection(port, share, start, interval, n / rate, latencies, service, errors)
-                           for n, share in enumerate(shares)))
-    elapsed = time.monotonic() - began
-    return figures(latencies, service, errors, len(paths) / (elapsed - 0.2))
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-def figures(latencies, service, errors, rate):
-    ms = [value * 1000 for value in latencies]
-    return {"rate": rate, "count": len(ms), "errors": len(errors), "p50": percentile(ms, 0.50),
-            "p95": percentile(ms, 0.95), "p99": percentile(ms, 0.99), "max": max(ms),
-            "service_p95": percentile([value * 1000 for value in service], 0.95), "load": os.getloadavg()[0]}
-
-
-def median_of(runs):
-    keys = ("rate", "p50", "p95", "p99", "max", "service_p95", "load")
-    return {key: statistics.median(run[key] for run in runs) for key in keys} | {
-        "errors": max(run["errors"] for run in runs), "count": sum(run["count"] for run in runs)}
-
-
 # --- report ------------------------------------------------------------------------------
 
 def table(results, runs):
@@ -240,12 +158,12 @@ def main():
     per_run = args.rate * args.seconds
     samples = {"baseline": [], "ping": []}
     try:
-        asyncio.run(paced_run(port, ping_paths(ping_ids, 3 * args.rate, seed=-1), args.rate, args.connections))  # warm-up
+        paced_run(port, ping_paths(ping_ids, 3 * args.rate, seed=-1), args.rate, args.connections, headers=AGENT)  # warm-up
         for run in range(args.runs):
             vacuum_monitors()
             for name, paths in (("baseline", ["/healthz"] * per_run),
                                 ("ping", ping_paths(ping_ids, per_run, seed=run))):
-                cell = asyncio.run(paced_run(port, paths, args.rate, args.connections))
+                cell = paced_run(port, paths, args.rate, args.connections, headers=AGENT)["all"]
                 samples[name].append(cell)
                 log_cell(name, cell)
     finally:

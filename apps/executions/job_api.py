@@ -18,7 +18,7 @@ from apps.api.pagination import ExecutionCursorPagination
 from apps.badges.api import JobBadgeActions
 from apps.jobs import api as jobs_api
 
-from .api import ExecutionFilter
+from .api import ExecutionFilter, history_page
 from .lateness import with_first_start
 from .models import Execution
 from .serializers import ExecutionSerializer
@@ -36,8 +36,8 @@ class JobRunActions:
     def trigger(self, request, pk=None):
         job = self.get_object()
         self._no_body()
-        execution = trigger_now(job)
-        self.audit("job.trigger", job, {"execution": str(execution.pk)})
+        execution = trigger_now(
+            job, audit=lambda execution: self.audit("job.trigger", job, {"execution": str(execution.pk)}))
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=ExecutionSerializer(many=True), filters=True)
@@ -49,7 +49,7 @@ class JobRunActions:
         executions = self.filter_queryset(with_first_start(Execution.objects.for_organization(self.actor.organization)
                                                            .filter(job=job)))
         page = self.paginate_queryset(executions)
-        return self.get_paginated_response(ExecutionSerializer(page, many=True).data)
+        return self.get_paginated_response(history_page(page, self.get_serializer_context()))
 
     @extend_schema(parameters=[WINDOW], responses=StatsSerializer, examples=[STATS_EXAMPLE],
                    description=STATS_DESCRIPTION)

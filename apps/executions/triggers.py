@@ -10,8 +10,9 @@ from .models import Execution
 from .routing import queue_for
 
 
-def trigger_now(job, *, now=None, trigger=Execution.Trigger.MANUAL, replay_of=None):
-    """Create a queued execution for ``job`` and publish it once committed."""
+def trigger_now(job, *, now=None, trigger=Execution.Trigger.MANUAL, replay_of=None, audit=None):
+    """Create a queued execution for ``job`` and publish it once committed. ``audit(execution)``,
+    when given, records who asked in the same transaction: one commit (one WAL flush) for both."""
     now = now or database_now()  # due now by the clock the worker's claim reads
     queue = queue_for(job.organization.plan.queue, job.region)
     with transaction.atomic():  # the run and its event (when the stream is on) together
@@ -21,6 +22,8 @@ def trigger_now(job, *, now=None, trigger=Execution.Trigger.MANUAL, replay_of=No
             replay_of=replay_of, job_version=job.version,
         )
         events.changed([execution], Execution.Status.QUEUED, "", now)
+        if audit is not None:
+            audit(execution)
     transaction.on_commit(lambda: publishing.publish({queue: [execution.id]}))
     return execution
 

@@ -289,24 +289,57 @@ def check_url_at_save(
     url: str,
     policy: AddressPolicy,
     *,
-    resolve: Callable[..., list] = socket.getaddrinfo,
+    resolve: Callable[..., list] | None = None,
 ) -> Target:
     """``check_url`` plus a DNS look-up, for early feedback when a job is saved.
 
     Refuses a host whose every address is forbidden. A host that does not resolve yet is
     accepted: the binding check happens again, on the real address, at every connection.
+    ``resolve`` (getaddrinfo's signature) replaces the system's look-up, which is
+    remembered for a while (``_save_time_addresses``).
     """
     target = check_url(url, policy)
     if target.literal_ip is not None:
         return target
-    try:
-        infos = resolve(target.host, target.port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return target
-    addresses = [info[4][0] for info in infos]
+    if resolve is None:
+        addresses = _save_time_addresses(target.host, target.port)
+    else:
+        addresses = _addresses(resolve, target.host, target.port)
     if addresses and all(is_forbidden_address(a, policy) for a in addresses):
         _refuse_address(target.host, _parse_ip(addresses[0]), policy)
     return target
+
+
+def _addresses(resolve, host, port):
+    """The host's addresses; none when it does not resolve (now)."""
+    try:
+        infos = resolve(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return [info[4][0] for info in infos]
+
+
+SAVE_LOOKUP_SECONDS = 60.0
+_SAVE_LOOKUPS_MAX = 4096
+_save_lookups: dict[tuple[str, int], tuple[float, list]] = {}
+
+
+def _save_time_addresses(host, port, *, now=time.monotonic):
+    """The system's answer for (host, port), remembered for SAVE_LOOKUP_SECONDS in this
+    process, "does not resolve" included. A look-up is a round trip to the resolver on the
+    request's path (50-200 ms on a resolver that does not know the name); saving jobs to the
+    same host again is the common case. Safe to remember: this check is a courtesy, and
+    ``open_connection`` resolves and checks again at every connection (the policy itself is
+    applied afresh to the remembered addresses)."""
+    key, at = (host, port), now()
+    known = _save_lookups.get(key)
+    if known is not None and at - known[0] < SAVE_LOOKUP_SECONDS:
+        return known[1]
+    addresses = _addresses(socket.getaddrinfo, host, port)
+    if len(_save_lookups) >= _SAVE_LOOKUPS_MAX:
+        _save_lookups.clear()  # bounded; a full table is rare, and starting over is cheap
+    _save_lookups[key] = (at, addresses)
+    return addresses
 
 
 def open_connection(

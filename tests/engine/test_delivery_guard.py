@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from types import SimpleNamespace
 
+from cronsvc.delivery import guard
 from cronsvc.delivery.guard import (
     AddressPolicy,
     ForbiddenTarget,
@@ -178,6 +179,27 @@ def test_save_time_check_refuses_only_when_no_address_is_allowed():
     ips = ["10.0.0.1", "192.168.0.1"]
     with pytest.raises(ForbiddenTarget, match="private"):
         check_url_at_save("http://private.example/", DEFAULT, resolve=resolve)
+
+
+def test_save_time_look_up_is_remembered_for_a_while(monkeypatch):
+    """Saving jobs to one host again asks the resolver once a minute, not per save; the
+    policy still applies to the remembered addresses, and they are asked again later."""
+    asked = []
+
+    def getaddrinfo(host, port, type):  # noqa: A002 - getaddrinfo's keyword
+        asked.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.7", port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    for _ in range(3):
+        with pytest.raises(ForbiddenTarget, match="private"):
+            check_url_at_save("https://remembered.example/hook", DEFAULT)
+    assert check_url_at_save("https://remembered.example/other", AddressPolicy(allow_private=True)).host == "remembered.example"
+    assert asked == ["remembered.example"]
+    monkeypatch.setattr(guard, "SAVE_LOOKUP_SECONDS", 0.0)
+    with pytest.raises(ForbiddenTarget):
+        check_url_at_save("https://remembered.example/hook", DEFAULT)
+    assert asked == ["remembered.example"] * 2
 
 
 # --- connect time -----------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.templatetags.tz import do_timezone
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -473,9 +472,7 @@ def job_resume(request, pk):
 @require_POST
 def job_trigger(request, pk):
     job = _job_action(request, pk)
-    with transaction.atomic():
-        execution = trigger_now(job)
-        audit(request, "job.trigger", job, {"execution": str(execution.pk)})
+    trigger_now(job, audit=lambda execution: audit(request, "job.trigger", job, {"execution": str(execution.pk)}))
     messages.success(request, "Run started: it appears in the history below.")
     return redirect(reverse("web:job_detail", args=[job.pk]) + "#history")
 
