@@ -13,6 +13,7 @@ import threading
 
 import psycopg
 import pytest
+import redis
 import requests
 from django.db import connections
 
@@ -178,6 +179,29 @@ def _answers(url):
         return requests.get(url, timeout=2).status_code == 200
     except requests.RequestException:
         return False
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_housekeeping_beat_runs_through_pgbouncer(tmp_path, pgbouncer, settings):
+    """celery beat's DatabaseScheduler reads its schedule (django_celery_beat's tables)
+    through PgBouncer, sends a task made due, and stops cleanly."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    every_second, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
+    queue = f"test.pgbouncer.{os.getpid()}"
+    PeriodicTask.objects.create(name="pgbouncer probe", task="cronsvc.pgbouncer_probe", interval=every_second,
+                                queue=queue)
+    beat = start_procfile_process(tmp_path, "housekeeping", DATABASE_URL=pgbouncer.url(),
+                                  DATABASE_TRANSACTION_POOLING="true")
+    try:
+        wait_for(lambda: "Sending due task pgbouncer probe" in beat.output(), timeout=120,
+                 message="beat to send the due task")
+    finally:
+        code = beat.stop(timeout=60)
+        redis.Redis.from_url(settings.CELERY_BROKER_URL).delete(queue)
+    assert code == 0, beat.output()[-3000:]
+    assert "Traceback" not in beat.output(), beat.output()[-3000:]
 
 
 @pytest.fixture
