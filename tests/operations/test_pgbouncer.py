@@ -152,7 +152,8 @@ def test_the_web_process_answers_the_api_and_pings_through_pgbouncer(tmp_path, p
 
         def client(n):
             for i in range(5):
-                body = {"project": str(tenant.project.pk), "name": f"t{n}-{i}", "request": {"url": "https://example.com/"},
+                body = {"project": str(tenant.project.pk), "name": f"t{n}-{i}",
+                        "request": {"url": "https://example.com/"},
                         "schedule": {"type": "cron", "expression": "0 * * * *"}}
                 created = requests.post(f"{base}/api/v1/jobs/", json=body, headers=headers, timeout=30)
                 statuses.append(created.status_code)
