@@ -6,7 +6,7 @@ PORT   ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cronsvc
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test install install-dev services browser sandbox containers model-checker faketime promtool wrk bench soak clean
+.PHONY: run test install install-dev services browser sandbox containers model-checker faketime promtool pgbouncer wrk bench soak clean
 
 # Install only when the requirement files change (a stamp per file set).
 $(BIN)/.base-installed: requirements/base.txt
@@ -32,7 +32,7 @@ run: install
 		$(BIN)/honcho start -f Procfile.embedded
 
 ## make test: the whole suite on real PostgreSQL and Redis (started if not running).
-test: install-dev services browser sandbox containers model-checker faketime promtool
+test: install-dev services browser sandbox containers model-checker faketime promtool pgbouncer
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) SECRET_KEY=test-only-not-secret \
 		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
@@ -68,6 +68,13 @@ faketime:
 promtool:
 	command -v promtool >/dev/null || (apt-get update && apt-get install -y --no-install-recommends prometheus \
 		&& ((systemctl disable --now prometheus || service prometheus stop) >/dev/null 2>&1 || true))
+
+# The tests behind PgBouncer (tests/support/pgbouncer.py, docs/operations.md "Behind PgBouncer") start
+# Debian's pgbouncer themselves, on a free port with their own ini; the package's own service
+# (port 6432) is stopped and disabled.
+pgbouncer:
+	test -x /usr/sbin/pgbouncer || (apt-get update && apt-get install -y pgbouncer \
+		&& ((systemctl disable --now pgbouncer || service pgbouncer stop) >/dev/null 2>&1 || true))
 
 # The API benchmark (bench/bench_api.py) drives the web process with Debian's wrk.
 wrk:

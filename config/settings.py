@@ -140,8 +140,15 @@ TEMPLATES = [
 # Long-running processes (scheduler, workers) keep their connection; they also call
 # close_old_connections() each loop so a broken one is replaced.
 CONN_MAX_AGE = env_int("CONN_MAX_AGE", 60)
+# Behind a transaction-mode pooler (PgBouncer pool_mode=transaction; docs/operations.md,
+# "Behind PgBouncer") each transaction of a connection may run on another server session,
+# shared with other clients, so nothing may be left on a session. On, it turns off what
+# would be: prepared statements, the startup `options` (PgBouncer refuses them), and
+# server-side cursors (Django's WITH HOLD ones outlive their transaction). The rest of the
+# code keeps to transaction-scoped state either way (SET LOCAL, pg_advisory_xact_lock).
+DATABASE_TRANSACTION_POOLING = env_bool("DATABASE_TRANSACTION_POOLING", False)
 # The API's hot hand-written queries as prepared statements (apps/sql/backend/base.py).
-DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
+DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", not DATABASE_TRANSACTION_POOLING)
 
 
 # Timeouts everywhere (docs/configuration.md, "Timeouts"): a PostgreSQL server that vanished
@@ -158,7 +165,8 @@ def _database_options(parsed):
     """libpq's connection options: connect timeout, TCP keepalives and user timeout (a dead
     peer is noticed while idle and while a write waits), and the server ending a session
     left idle inside a transaction (its locks released). Options in DATABASE_URL's query
-    string win; a 0 leaves a setting out (e.g. ``options`` behind a pooler that refuses it)."""
+    string win; a 0 leaves a setting out. Behind a transaction pooler the server sets the
+    idle timeout itself (docs/operations.md): PgBouncer refuses a startup ``options``."""
     options = {key: value for key, value in {
         "connect_timeout": DATABASE_CONNECT_TIMEOUT,
         "keepalives": 1,
@@ -167,7 +175,7 @@ def _database_options(parsed):
         "keepalives_count": DATABASE_KEEPALIVES_COUNT,
         "tcp_user_timeout": DATABASE_TCP_USER_TIMEOUT_MS,
     }.items() if value}
-    if DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS:
+    if DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS and not DATABASE_TRANSACTION_POOLING:
         options["options"] = f"-c idle_in_transaction_session_timeout={DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS}"
     given = dict(parsed.get("OPTIONS") or {})
     if "options" in given and "options" in options:
@@ -193,6 +201,7 @@ def _database():
     if config["ENGINE"] == "django.db.backends.postgresql":
         config["ENGINE"] = "apps.sql.backend"  # a health check without SELECT 1 (apps/sql/backend/base.py)
         config["OPTIONS"] = _database_options(config)
+        config["DISABLE_SERVER_SIDE_CURSORS"] = DATABASE_TRANSACTION_POOLING
     return config
 
 

@@ -183,3 +183,21 @@ def live_broker(request):
 
     with broker_under_test(getattr(request, "param", "redis")) as broker:
         yield broker
+
+
+@pytest.fixture
+def live_database(request):
+    """How an end-to-end test's platform processes reach PostgreSQL: directly (``env`` is
+    empty), or with ``@pytest.mark.parametrize("live_database", ["pgbouncer"], indirect=True)``
+    through a real PgBouncer in transaction pooling mode (tests/support/pgbouncer.py) with
+    DATABASE_TRANSACTION_POOLING on. The test process itself always connects directly."""
+    from types import SimpleNamespace
+
+    if getattr(request, "param", "direct") == "direct":
+        yield SimpleNamespace(env={}, pgbouncer=None)
+        return
+    from tests.support.pgbouncer import running_pgbouncer
+
+    with running_pgbouncer() as pgbouncer:
+        yield SimpleNamespace(env={"DATABASE_URL": pgbouncer.url(), "DATABASE_TRANSACTION_POOLING": "true"},
+                              pgbouncer=pgbouncer)

@@ -44,8 +44,7 @@ def insert_entries(entries):
 
 # --- the relay (apps.eventstream.relay) --------------------------------------------------
 
-TRY_LOCK = "SELECT pg_try_advisory_lock(%s)"
-UNLOCK = "SELECT pg_advisory_unlock(%s)"
+TRY_LOCK = "SELECT pg_try_advisory_xact_lock(%s)"
 #: Number up to ``batch`` entries not numbered yet, in the order they were written, from
 #: the last number given plus one.
 NUMBER_ENTRIES = (
@@ -56,18 +55,12 @@ NUMBER_ENTRIES = (
 )
 
 
-def try_advisory_lock(key):
-    """Take the session-level advisory lock ``key`` unless another session holds it;
+def try_transaction_lock(key):
+    """Take the advisory lock ``key`` until the transaction ends, unless another holds it;
     returns whether it was taken."""
     with connection.cursor() as cursor:
         cursor.execute(TRY_LOCK, [key])
         return cursor.fetchone()[0]
-
-
-def release_advisory_lock(key):
-    """Release the session-level advisory lock ``key`` this session holds."""
-    with connection.cursor() as cursor:
-        cursor.execute(UNLOCK, [key])
 
 
 def number_entries(last_id, batch):

@@ -3,16 +3,20 @@
 Every scheduler process calls ``relay_round`` each tick (apps.executions.loop); one of
 them publishes at a time, the others skip the round. A round:
 
-1. takes a session-level advisory lock (PostgreSQL; a killed process's lock goes with its
-   connection), so two schedulers never send out of order;
-2. numbers the entries not numbered yet, in the order they were written, in a transaction
+1. numbers the entries not numbered yet, in the order they were written, in a transaction
    of its own that commits before anything is sent (the last number is kept in
    StreamCursor, so numbers only grow);
-3. sends every numbered entry, oldest number first, with ``XADD <key> MAXLEN ~ N
-   <number>-0 ...`` in one pipeline: each entry's id is fixed by its number, so an entry
-   already sent by a round that crashed before step 4 is refused by Redis (its id is not
-   greater than the stream's last) and counted as sent;
-4. deletes the entries sent.
+2. in a second transaction, sends every numbered entry, oldest number first, with
+   ``XADD <key> MAXLEN ~ N <number>-0 ...`` in one pipeline: each entry's id is fixed by
+   its number, so an entry already sent by a round that crashed before step 3 is refused
+   by Redis (its id is not greater than the stream's last) and counted as sent;
+3. deletes the entries sent, and commits.
+
+Each of the two transactions holds the relay's transaction-scoped advisory lock
+(PostgreSQL; a killed process's transaction ends with its connection), so two schedulers
+never number or send at once, and send in number order. A transaction-scoped lock, not a
+session's: behind a transaction pooler (PgBouncer) a session lock would stay on whichever
+server session the pooler lent, and be "held" by every client that session serves next.
 
 So nothing is lost (an entry leaves the outbox only once Redis has it) and nothing is
 doubled (a resend carries the same id). Trimming keeps a stream's last id, so a resend
@@ -37,7 +41,7 @@ log = logging.getLogger("cronsvc.eventstream")
 BATCH = 1000
 #: per round while the scheduler has due jobs waiting: dispatch goes first (apps.executions.loop)
 BUSY_BATCH = 100
-#: pg_try_advisory_lock key of the relay ("cronsvc events").
+#: pg_try_advisory_xact_lock key of the relay ("cronsvc events").
 LOCK_KEY = 0x63726F6E_65767473 & 0x7FFF_FFFF_FFFF_FFFF
 _client = {"pid": None, "redis": None}
 
@@ -61,10 +65,13 @@ def relay_round(batch=BATCH):
     process holds the relay's lock)."""
     if not settings.EVENT_STREAM:
         return 0
-    with _relay_lock() as held:
-        if not held:
+    with transaction.atomic():
+        if not _relay_lock():
             return 0
         _number(batch)
+    with transaction.atomic():
+        if not _relay_lock():
+            return 0  # another scheduler's round took over: it sends these
         entries = list(OutboxEntry.objects.filter(stream_id__isnull=False).order_by("stream_id")[:batch])
         if not entries:
             return 0
@@ -73,17 +80,11 @@ def relay_round(batch=BATCH):
         return len(entries)
 
 
-class _relay_lock:
-    def __enter__(self):
-        self.postgres = connection.vendor == "postgresql"
-        if not self.postgres:
-            return True  # embedded mode (SQLite) runs one scheduler
-        self.held = queries.try_advisory_lock(LOCK_KEY)
-        return self.held
-
-    def __exit__(self, *exc):
-        if self.postgres and self.held and connection.is_usable():
-            queries.release_advisory_lock(LOCK_KEY)
+def _relay_lock():
+    """Take the relay's lock until the transaction ends, unless another scheduler holds it."""
+    if connection.vendor != "postgresql":
+        return True  # embedded mode (SQLite) runs one scheduler
+    return queries.try_transaction_lock(LOCK_KEY)
 
 
 def _number(batch):

@@ -6,6 +6,7 @@ ORM paths of the embedded mode's SQLite."""
 import weakref
 
 import psycopg
+from django.conf import settings
 from django.db import connection
 
 from apps.accounts.models import Organization
@@ -115,7 +116,9 @@ def _fetchone(sql, params):
     connection. PostgreSQL would still plan a prepared statement afresh for each set of
     parameters (a "custom plan", 0.5 ms of this one's 0.7 ms) as long as it guesses the
     generic plan costlier, so its connections here always use the generic plan: the
-    statements look rows up by key, whatever the parameters."""
+    statements look rows up by key, whatever the parameters. Behind a transaction pooler
+    (DATABASE_TRANSACTION_POOLING) nothing is prepared and no session is told anything: the
+    next transaction may run on another client's session."""
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     if connection.vendor != "postgresql":
@@ -124,7 +127,8 @@ def _fetchone(sql, params):
             return cursor.fetchone()
     raw = connection.connection
     with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
-        if raw not in _generic_plans and not connection.in_atomic_block:  # (a rollback would undo it)
+        own_session = not settings.DATABASE_TRANSACTION_POOLING
+        if own_session and raw not in _generic_plans and not connection.in_atomic_block:  # (a rollback would undo it)
             cursor.execute("SET plan_cache_mode = force_generic_plan")  # only prepared statements plan by it
             _generic_plans.add(raw)
         cursor.execute(sql, params, prepare=True)

@@ -1,5 +1,6 @@
 """Real processes: scheduler + Celery worker + a local endpoint, on PostgreSQL and Redis (and
-RabbitMQ for the tests marked ``ON_BOTH``)."""
+RabbitMQ for the tests marked ``ON_BOTH``; PgBouncer in transaction pooling mode in front of
+PostgreSQL too for those marked ``ON_BOTH_AND_PGBOUNCER``)."""
 
 import os
 import signal
@@ -20,18 +21,24 @@ FAST = dict(OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8", SWEEPER_INTERVAL=0.5, SWEEP
             DELIVERY_LEASE_MARGIN=2)
 #: Run on RabbitMQ as well as on Redis.
 ON_BOTH = pytest.mark.parametrize("live_broker", ["redis", "rabbitmq"], indirect=True)
+#: On Redis directly, on RabbitMQ, and on Redis with the processes' PostgreSQL behind PgBouncer
+#: in transaction pooling mode (docs/operations.md, "Behind PgBouncer").
+ON_BOTH_AND_PGBOUNCER = pytest.mark.parametrize(
+    ("live_broker", "live_database"), [("redis", "direct"), ("rabbitmq", "direct"), ("redis", "pgbouncer")],
+    indirect=True)
 
 
-@ON_BOTH
-def test_a_due_job_is_fired_end_to_end(tmp_path, make_tenant, make_job, target, live_broker):
+@ON_BOTH_AND_PGBOUNCER
+def test_a_due_job_is_fired_end_to_end(tmp_path, make_tenant, make_job, target, live_broker,
+                                       live_database):
     tenant = make_tenant(plan="enterprise")
     queue = live_broker.private_queue(tenant)
     # Due now, and next due next year: a second request while the processes stop can only be
     # the same run delivered twice, never the schedule's next occurrence (every 5 minutes by
     # default, which a slow run could reach).
     job = make_job(tenant, url=target.url("/e2e"), next_run_at=timezone.now(), cron_expression="0 0 1 1 *")
-    scheduler = start_scheduler(tmp_path, **FAST, **live_broker.env)
-    worker = start_worker(tmp_path, [queue], **FAST, **live_broker.env)
+    scheduler = start_scheduler(tmp_path, **FAST, **live_broker.env, **live_database.env)
+    worker = start_worker(tmp_path, [queue], **FAST, **live_broker.env, **live_database.env)
     try:
         wait_for(lambda: Execution.objects.filter(job=job, status="succeeded").exists(), timeout=40,
                  message="the run to succeed")
@@ -47,20 +54,21 @@ def test_a_due_job_is_fired_end_to_end(tmp_path, make_tenant, make_job, target, 
     assert execution.started_at - execution.scheduled_for < timedelta(seconds=30)
 
 
-@ON_BOTH
-def test_worker_killed_mid_request_completes_the_run_once(tmp_path, make_tenant, make_job, target, live_broker):
+@ON_BOTH_AND_PGBOUNCER
+def test_worker_killed_mid_request_completes_the_run_once(tmp_path, make_tenant, make_job, target, live_broker,
+                                                          live_database):
     tenant = make_tenant(plan="enterprise")
     queue = live_broker.private_queue(tenant)
     job = make_job(tenant, url=target.url("/slow?seconds=3"), timeout_seconds=5)
-    scheduler = start_scheduler(tmp_path, **FAST, **live_broker.env)
-    doomed = start_worker(tmp_path, [queue], name="doomed", **FAST, **live_broker.env)
+    scheduler = start_scheduler(tmp_path, **FAST, **live_broker.env, **live_database.env)
+    doomed = start_worker(tmp_path, [queue], name="doomed", **FAST, **live_broker.env, **live_database.env)
     try:
         execution = trigger_now(job)
         wait_for(lambda: target.requests_to("/slow"), timeout=30, message="the request to arrive")
         doomed.kill(signal.SIGKILL)
         doomed.stop()
         assert Execution.objects.get(id=execution.id).status == "running"
-        survivor = start_worker(tmp_path, [queue], name="survivor", **FAST, **live_broker.env)
+        survivor = start_worker(tmp_path, [queue], name="survivor", **FAST, **live_broker.env, **live_database.env)
         try:
             wait_for(lambda: Execution.objects.get(id=execution.id).status == "succeeded", timeout=60,
                      message="the run to be recovered and succeed")
@@ -75,8 +83,9 @@ def test_worker_killed_mid_request_completes_the_run_once(tmp_path, make_tenant,
     assert len(target.requests_to("/slow")) == 2  # at least once as a request: once cut off, once whole
 
 
-@ON_BOTH
-def test_duplicate_messages_run_once_on_a_real_worker(tmp_path, make_tenant, make_job, target, live_broker):
+@ON_BOTH_AND_PGBOUNCER
+def test_duplicate_messages_run_once_on_a_real_worker(tmp_path, make_tenant, make_job, target, live_broker,
+                                                      live_database):
     tenant = make_tenant(plan="enterprise")
     queue = live_broker.private_queue(tenant)
     job = make_job(tenant, url=target.url("/dup"))
@@ -85,7 +94,7 @@ def test_duplicate_messages_run_once_on_a_real_worker(tmp_path, make_tenant, mak
     ids = [e.id for e in executions]
     for _ in range(3):
         publishing.publish({queue: ids})
-    worker = start_worker(tmp_path, [queue], **FAST, **live_broker.env)
+    worker = start_worker(tmp_path, [queue], **FAST, **live_broker.env, **live_database.env)
     try:
         wait_for(lambda: Execution.objects.filter(id__in=ids, status="succeeded").count() == 10, timeout=40,
                  message="all runs")
@@ -104,14 +113,15 @@ def test_worker_stops_cleanly_on_sigterm(tmp_path, make_tenant, live_broker):
     worker.stop()
 
 
-@ON_BOTH
-def test_a_failed_attempt_is_retried_through_the_database(tmp_path, make_tenant, make_job, target, live_broker):
+@ON_BOTH_AND_PGBOUNCER
+def test_a_failed_attempt_is_retried_through_the_database(tmp_path, make_tenant, make_job, target, live_broker,
+                                                          live_database):
     tenant = make_tenant(plan="enterprise")
     queue = live_broker.private_queue(tenant)
     job = make_job(tenant, url=target.url("/flaky?fail=1&key=retry"), max_attempts=3,
                    retry_initial_delay_seconds=1, retry_max_delay_seconds=1)
-    scheduler = start_scheduler(tmp_path, **FAST, **live_broker.env)
-    worker = start_worker(tmp_path, [queue], **FAST, **live_broker.env)
+    scheduler = start_scheduler(tmp_path, **FAST, **live_broker.env, **live_database.env)
+    worker = start_worker(tmp_path, [queue], **FAST, **live_broker.env, **live_database.env)
     try:
         execution = trigger_now(job)
         wait_for(lambda: Execution.objects.get(id=execution.id).status == "succeeded", timeout=40,

@@ -28,7 +28,9 @@ def start_consumer(tmp_path, stream, max_events):
     return Process(args, process_env(), tmp_path / "consumer.log")
 
 
-def test_a_consumer_group_gets_every_event_once_across_a_publisher_kill(tmp_path, streams, make_tenant):
+@pytest.mark.parametrize("live_database", ["direct", "pgbouncer"], indirect=True)
+def test_a_consumer_group_gets_every_event_once_across_a_publisher_kill(tmp_path, streams, make_tenant,
+                                                                        live_database):
     tenant = make_tenant(plan="enterprise")
     queue = use_private_queue(tenant)
     stream = streams.of(tenant.organization.id)
@@ -38,11 +40,11 @@ def test_a_consumer_group_gets_every_event_once_across_a_publisher_kill(tmp_path
             interval_seconds=3600, start_at=due, cron_expression="", url="https://example.com/", next_run_at=due)
         for i in range(JOBS)])
     consumer = start_consumer(tmp_path, stream, JOBS)
-    env = dict(EVENT_STREAM="on", EVENT_STREAM_PREFIX=streams.prefix, SCHEDULER_BATCH_SIZE=100)
+    env = dict(EVENT_STREAM="on", EVENT_STREAM_PREFIX=streams.prefix, SCHEDULER_BATCH_SIZE=100, **live_database.env)
     try:
         first = start_scheduler(tmp_path, "first", **env)
         wait_for(lambda: streams.client.xlen(stream) >= 200, timeout=60, interval=0.02, message="events flowing")
-        first.kill(signal.SIGKILL)  # mid-stream: no goodbye, its advisory lock goes with its connection
+        first.kill(signal.SIGKILL)  # mid-stream: no goodbye, its lock goes with its connection
         first.stop()
         assert streams.client.xlen(stream) < JOBS, "the kill came too late to interrupt the stream"
         second = start_scheduler(tmp_path, "second", **env)

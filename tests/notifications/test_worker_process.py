@@ -1,6 +1,6 @@
 """Real processes: a Celery worker runs a failing job's burst of runs against a local
 endpoint, decides the alerts in its recording transactions and sends them (and the
-events) itself, after commit."""
+events) itself, after commit; directly on PostgreSQL and through PgBouncer in transaction mode."""
 
 import json
 import uuid
@@ -19,7 +19,9 @@ from tests.support.processes import start_worker, wait_for
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-def test_burst_of_failures_one_alert_then_recovery_and_events_once(tmp_path, make_tenant, make_job, target):
+@pytest.mark.parametrize("live_database", ["direct", "pgbouncer"], indirect=True)
+def test_burst_of_failures_one_alert_then_recovery_and_events_once(tmp_path, make_tenant, make_job, target,
+                                                                   live_database):
     tenant = make_tenant(plan="enterprise")
     run_queue = use_private_queue(tenant)
     notify_queue = f"test.notify.{uuid.uuid4().hex[:12]}"
@@ -29,7 +31,7 @@ def test_burst_of_failures_one_alert_then_recovery_and_events_once(tmp_path, mak
     burst = [Execution.objects.create(job=job, organization=tenant.organization, queue=run_queue,
                                       scheduled_for=timezone.now() - timedelta(seconds=i + 1)) for i in range(12)]
     worker = start_worker(tmp_path, [run_queue, notify_queue], OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8",
-                          NOTIFICATION_QUEUE=notify_queue)
+                          NOTIFICATION_QUEUE=notify_queue, **live_database.env)
     try:
         for part in (burst[:4], burst[4:]):  # two messages: the runs are recorded in several groups
             publishing.publish({run_queue: [e.id for e in part]})

@@ -1,5 +1,5 @@
-"""Real scheduler processes on PostgreSQL and Redis or RabbitMQ: nothing missing, nothing
-doubled."""
+"""Real scheduler processes on PostgreSQL (directly, or through PgBouncer in transaction
+pooling mode) and Redis or RabbitMQ: nothing missing, nothing doubled."""
 
 import socket
 import subprocess
@@ -49,15 +49,16 @@ def assert_published_exactly_once(broker, queue):
     assert not doubled, f"{len(doubled)} executions published more than once"
 
 
-@pytest.mark.parametrize(("schedulers", "live_broker"), [(2, "redis"), (4, "redis"), (4, "rabbitmq")],
-                         indirect=["live_broker"])
+@pytest.mark.parametrize(("schedulers", "live_broker", "live_database"),
+                         [(2, "redis", "direct"), (4, "redis", "direct"), (4, "rabbitmq", "direct"),
+                          (4, "redis", "pgbouncer")], indirect=["live_broker", "live_database"])
 def test_many_schedulers_record_each_occurrence_exactly_once(tmp_path, make_tenant, make_job, live_broker,
-                                                             schedulers):
+                                                             live_database, schedulers):
     tenant = make_tenant(plan="enterprise")
     queue = live_broker.private_queue(tenant)
     first_run = timezone.now() + timedelta(seconds=2)
     jobs = create_interval_jobs(make_job, tenant, 300, 2, first_run)
-    procs = [start_scheduler(tmp_path, f"s{i}", SWEEPER_REPUBLISH_AFTER=3600, **live_broker.env)
+    procs = [start_scheduler(tmp_path, f"s{i}", SWEEPER_REPUBLISH_AFTER=3600, **live_broker.env, **live_database.env)
              for i in range(schedulers)]
     try:
         time.sleep(10)
@@ -69,13 +70,16 @@ def test_many_schedulers_record_each_occurrence_exactly_once(tmp_path, make_tena
     assert_published_exactly_once(live_broker, queue)
 
 
-@pytest.mark.parametrize("live_broker", ["redis", "rabbitmq"], indirect=True)
-def test_scheduler_killed_mid_batch_loses_and_doubles_nothing(tmp_path, make_tenant, make_job, live_broker):
+@pytest.mark.parametrize(("live_broker", "live_database"), [("redis", "direct"), ("rabbitmq", "direct"),
+                                                            ("redis", "pgbouncer")], indirect=True)
+def test_scheduler_killed_mid_batch_loses_and_doubles_nothing(tmp_path, make_tenant, make_job, live_broker,
+                                                              live_database):
     tenant = make_tenant(plan="enterprise")
     queue = live_broker.private_queue(tenant)
     due = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
     jobs = create_interval_jobs(make_job, tenant, 6000, 3600, due)
-    env = dict(SCHEDULER_BATCH_SIZE=200, SWEEPER_REPUBLISH_AFTER=2, SWEEPER_INTERVAL=0.5, **live_broker.env)
+    env = dict(SCHEDULER_BATCH_SIZE=200, SWEEPER_REPUBLISH_AFTER=2, SWEEPER_INTERVAL=0.5, **live_broker.env,
+               **live_database.env)
     first = start_scheduler(tmp_path, "first", **env)
     wait_for(lambda: Execution.objects.count() >= 400, timeout=30, message="a few batches")
     first.kill()

@@ -18,7 +18,7 @@ so PostgreSQL parses and plans it once per connection instead of on every reques
 the job read took 0.5 ms, twice its execution). Django's own cursors bind on the client and
 prepare nothing, as Django chooses by default. DATABASE_PREPARED_STATEMENTS=false turns
 this off, for a connection pooler that cannot keep prepared statements (PgBouncer in
-transaction mode before 1.21).
+transaction mode before 1.21): DATABASE_TRANSACTION_POOLING=true makes it the default.
 """
 
 import select
@@ -67,10 +67,14 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def get_connection_params(self):
         params = super().get_connection_params()
-        if settings.DATABASE_PREPARED_STATEMENTS and params.get("prepare_threshold") is None:
-            # While it is None psycopg prepares nothing, even when asked. Django's cursors
-            # bind on the client and never prepare, so with it set only PreparingCursor's
-            # statements are prepared.
+        if not settings.DATABASE_PREPARED_STATEMENTS:
+            # While it is None psycopg prepares nothing, even when asked (prepare=True): a
+            # pooler's next transaction may run on a session that never saw the statement,
+            # or one where another client prepared the same name (_pg3_0) first.
+            params["prepare_threshold"] = None
+        elif params.get("prepare_threshold") is None:
+            # Django's cursors bind on the client and never prepare, so with it set only
+            # PreparingCursor's statements are prepared.
             params["prepare_threshold"] = sys.maxsize
         return params
 
