@@ -12,6 +12,7 @@ import redis
 from django.utils import timezone
 
 from apps.executions.models import Execution
+from apps.observability.models import Heartbeat
 from apps.jobs.models import Job
 from tests.support.broker import published_ids, use_private_queue
 from tests.support.processes import Process, start_scheduler, wait_for
@@ -56,15 +57,21 @@ def test_many_schedulers_record_each_occurrence_exactly_once(tmp_path, make_tena
                                                              live_database, schedulers):
     tenant = make_tenant(plan="enterprise")
     queue = live_broker.private_queue(tenant)
-    first_run = timezone.now() + timedelta(seconds=2)
-    jobs = create_interval_jobs(make_job, tenant, 300, 2, first_run)
     procs = [start_scheduler(tmp_path, f"s{i}", SWEEPER_REPUBLISH_AFTER=3600, **live_broker.env, **live_database.env)
              for i in range(schedulers)]
     try:
-        time.sleep(10)
+        # The jobs come due only once every scheduler is up, however slowly a loaded machine starts them:
+        # the test is about racing schedulers, not about start-up time.
+        wait_for(lambda: Heartbeat.objects.filter(kind=Heartbeat.Kind.SCHEDULER).count() >= schedulers,
+                 timeout=90, message="every scheduler running")
+        first_run = timezone.now() + timedelta(seconds=2)
+        until = first_run + timedelta(seconds=6)
+        jobs = create_interval_jobs(make_job, tenant, 300, 2, first_run)
+        wait_for(lambda: not Job.objects.filter(next_run_at__lte=until).exists(), timeout=90,
+                 message="every occurrence up to the window's end claimed")
+        time.sleep(1)  # lets a scheduler that would wrongly claim an occurrence twice do so before the stop
     finally:
         codes = [p.stop() for p in procs]
-    until = first_run + timedelta(seconds=6)
     assert codes == [0] * schedulers, [p.output()[-2000:] for p in procs]
     assert_one_row_per_occurrence(jobs, first_run, 2, until)
     assert_published_exactly_once(live_broker, queue)
