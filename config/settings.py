@@ -508,6 +508,14 @@ SANDBOX_REPORT_KEY = env_str("SANDBOX_REPORT_KEY", "cronsvc:sandbox:available")
 # there cost no more than in the task.
 DELIVERY_HANDOFF_SECONDS = env_float("DELIVERY_HANDOFF_SECONDS", 5.0)
 DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)
+# Requests one worker pool process has in flight to one host (host:port), asyncio engine;
+# its other runs for that host wait their turn, and their timeout starts when it comes.
+DELIVERY_MAX_CONNECTIONS_PER_HOST = env_int("DELIVERY_MAX_CONNECTIONS_PER_HOST", 100)
+# CA certificates (a PEM file) workers trust for HTTPS endpoints instead of certifi's.
+DELIVERY_CA_BUNDLE = env_str("DELIVERY_CA_BUNDLE", "")
+# A hosts file (/etc/hosts' format) the asyncio engine resolves names from before DNS
+# (benchmarks on one machine); the outbound policy still checks the addresses.
+DELIVERY_HOSTS_FILE = env_str("DELIVERY_HOSTS_FILE", "")
 # Seconds past a run's timeout that its Redis-held concurrency slot and overlap lock last.
 DELIVERY_LEASE_MARGIN = env_int("DELIVERY_LEASE_MARGIN", 60)
 # Fenced leases (docs/architecture.md): a claimed run's lease on the database's clock,
