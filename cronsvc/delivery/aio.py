@@ -55,9 +55,14 @@ class GuardedConnector(aiohttp.TCPConnector):
     """A TCPConnector that connects only to addresses ``policy`` allows: the resolved
     addresses (or the URL's IP literal) are filtered before aiohttp connects to them."""
 
-    def __init__(self, policy: AddressPolicy, **kwargs: Any) -> None:
+    def __init__(self, policy: AddressPolicy, *, max_opening: int = 64, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.policy = policy
+        # Connections being opened at once (TCP and TLS handshakes): a burst of thousands
+        # of new TLS connections starves our own loop of CPU until their connect timeouts
+        # pass together and the hosts' breakers count our slowness as theirs. A connect's
+        # timeout starts once it may open.
+        self._opening = asyncio.Semaphore(max_opening)
 
     async def _resolve_host(self, host: str, port: int, traces=None):  # noqa: ANN001 - aiohttp's signature
         if not self.policy.port_allowed(port):
@@ -67,6 +72,10 @@ class GuardedConnector(aiohttp.TCPConnector):
         if not allowed:
             _refuse_address(host, _parse_ip(candidates[0]["host"]), self.policy)
         return allowed
+
+    async def _wrap_create_connection(self, *args: Any, **kwargs: Any):  # noqa: ANN202 - aiohttp's
+        async with self._opening:
+            return await super()._wrap_create_connection(*args, **kwargs)
 
     async def connect(self, req, traces, timeout):  # noqa: ANN001 - aiohttp's signature
         connection = await super().connect(req, traces, timeout)
