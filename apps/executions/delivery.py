@@ -203,7 +203,7 @@ def _start_sends(runs, mailbox):
         for run in runs:
             executor.submit(_send_into, mailbox, run)
         return
-    engine = loop_thread()
+    engine = loop_thread(settings.DELIVERY_EVENT_LOOP)
     engine.loop.call_soon_threadsafe(_create_send_tasks, engine, runs, mailbox)
 
 

@@ -265,6 +265,15 @@ async def deliver_async(
     comes (``HostQueue``); map every failure to an error kind (as ``client.deliver``). Run
     it as a task of the loop ``session`` belongs to."""
     scope = _AsyncScope(asyncio.get_running_loop(), asyncio.current_task())
+    try:
+        return await _deliver_in(scope, prepared, session, policy, max_body_bytes, now_fn, cancellation)
+    finally:
+        # The caller's thread keeps the scope (through ``cancellation``) after this: it must
+        # not hold the response, whose connection's transport belongs to this loop's thread.
+        scope.response, scope.chunks = None, []
+
+
+async def _deliver_in(scope, prepared, session, policy, max_body_bytes, now_fn, cancellation) -> DeliveryResult:
     if cancellation is not None:
         cancellation.bind(scope)
         if cancellation.cancelled:
@@ -406,10 +415,19 @@ def _message(exc: BaseException) -> str:
     return text[:500] or type(exc).__name__
 
 
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's loop where it is installed (requirements/base.txt), asyncio's own
-    otherwise: uvloop's transports and callbacks are C, and a bare aiohttp loop on it costs
-    ~15 % less CPU a request (0.100 against 0.116 ms on the reference machine)."""
+EVENT_LOOPS = ("uvloop", "asyncio")
+
+
+def new_event_loop(kind: str = "uvloop") -> asyncio.AbstractEventLoop:
+    """uvloop's loop where it is installed (requirements/base.txt) and asked for, asyncio's
+    own otherwise: uvloop's transports and callbacks are C, and a bare aiohttp loop on it costs
+    ~15 % less CPU a request (0.100 against 0.116 ms on the reference machine). ``asyncio``
+    is the way out should uvloop misbehave (a test run once crashed inside uvloop's
+    run_forever on the delivery loop's thread, like MagicStack/uvloop#706)."""
+    if kind not in EVENT_LOOPS:
+        raise ValueError(f"event loop {kind!r}: expected one of {', '.join(EVENT_LOOPS)}")
+    if kind == "asyncio":
+        return asyncio.new_event_loop()
     try:
         import uvloop
     except ImportError:
@@ -421,8 +439,8 @@ class LoopThread:
     """An event loop in a daemon thread of its own, for a blocking caller to hand
     coroutines to (``submit``); one per process (``loop_thread``)."""
 
-    def __init__(self, name: str = "delivery-loop") -> None:
-        self.loop = new_event_loop()
+    def __init__(self, name: str = "delivery-loop", kind: str = "uvloop") -> None:
+        self.loop = new_event_loop(kind)
         self._ready = threading.Event()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
@@ -447,13 +465,14 @@ _loop_threads: dict[int, LoopThread] = {}
 _loop_lock = threading.Lock()
 
 
-def loop_thread() -> LoopThread:
-    """This process's delivery loop (a forked child starts its own: threads do not survive a fork)."""
+def loop_thread(kind: str = "uvloop") -> LoopThread:
+    """This process's delivery loop (a forked child starts its own: threads do not survive a
+    fork); ``kind``: its event loop (``new_event_loop``) when it is started."""
     pid = os.getpid()
     with _loop_lock:
         if pid not in _loop_threads:
             _loop_threads.clear()
-            _loop_threads[pid] = LoopThread()
+            _loop_threads[pid] = LoopThread(kind=kind)
         return _loop_threads[pid]
 
 

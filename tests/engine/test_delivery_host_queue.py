@@ -26,9 +26,14 @@ def server_two():
 
 
 def deliver_all(session, policy, deliveries):
+    """Send ``deliveries`` at once, then close the session on its loop's thread (see
+    test_delivery_aio.py: a uvloop transport must not be freed on another thread)."""
     async def all_of_them():
-        return await asyncio.gather(*(deliver_async(d, session=session, policy=policy, max_body_bytes=16384)
-                                      for d in deliveries))
+        try:
+            return await asyncio.gather(*(deliver_async(d, session=session, policy=policy, max_body_bytes=16384)
+                                          for d in deliveries))
+        finally:
+            await session.close()
     return loop_thread().submit(all_of_them()).result(60)
 
 
