@@ -274,6 +274,7 @@ def serve_mix(cert, key):
     class Http(asyncio.Protocol):
         def connection_made(self, transport):
             self.transport, self.buf = transport, b""
+            counts["connections"] += 1  # TLS handshakes on the TLS port: a pool that keeps them opens few
 
         def data_received(self, data):
             buf = self.buf + data
@@ -479,6 +480,10 @@ def target_stats(base_url):
     return requests.get(base_url + "/__stats", timeout=5).json()
 
 
+def requests_received(base_url):
+    return sum(count for key, count in target_stats(base_url).items() if key != "connections")
+
+
 @dataclass
 class WorkerConfig:
     pool: str
@@ -599,6 +604,7 @@ class Run:
     received: int           # requests the target saw
     statuses: dict
     cpu: dict = field(default_factory=dict)
+    connections: int | None = None  # connections the target accepted (the mix's target counts them)
 
     @property
     def rate(self):
@@ -621,7 +627,7 @@ def measured_run(jobs, n, target_url, meter, timeout):
     ids = insert_executions(jobs, n)
     forget_breakers()  # each run starts with every host's circuit closed
     log(f"  measuring {n} deliveries")
-    received_before = sum(target_stats(target_url).values())
+    received_before, connections_before = requests_received(target_url), target_stats(target_url).get("connections")
     before = meter.snapshot()
     started = time.perf_counter()
     publish({QUEUE: ids})
@@ -641,8 +647,10 @@ def measured_run(jobs, n, target_url, meter, timeout):
                           f"({now:.0f} s into the run); statuses {status_counts()}")
     after = meter.snapshot()
     seconds = samples[-1][0]
-    received = sum(target_stats(target_url).values()) - received_before
+    received = requests_received(target_url) - received_before
     run = Run(n, seconds, steady_rate(samples, n), received, status_counts(), CpuMeter.used(before, after))
+    if connections_before is not None:
+        run.connections = target_stats(target_url)["connections"] - connections_before
     attempts = sql("SELECT count(*), count(DISTINCT execution_id) FROM executions_attempt")[0]
     if attempts[0] != n or attempts[1] != n or received != n:
         failures = dict(sql("SELECT error_kind || ': ' || left(error_message, 80), count(*) FROM executions_attempt "
@@ -682,7 +690,8 @@ def run_config(name, config, processes, jobs, target_url, url_of, n, repeat, wor
                 f"(steady {run.steady_rate:,.0f}/s), worker CPU {run.cpu_ms('worker'):.2f} ms/delivery, "
                 f"PG {run.cpu_ms('postgres'):.2f}, Redis {run.cpu_ms('redis'):.2f}, target {run.cpu_ms('target'):.2f} ms; "
                 f"machine busy {100 * run.cpu['machine_busy_share']:.0f} % (others {run.cpu['other']:.2f} cores), "
-                f"statuses {run.statuses}")
+                f"statuses {run.statuses}"
+                + (f", {run.connections} connections opened" if run.connections is not None else ""))
             runs.append(run)
     finally:
         codes = [w.stop() for w in workers]
@@ -921,6 +930,25 @@ configuration is not counted; the table shows the median of the runs.
 (this file with `--serve-target`, no dependency): the fast target answers 200 at once
 (~0.05 ms of CPU a request), the slow one after 1 s (a timer, so it holds any number of
 connections).
+
+**The realistic mix (issue 38).** `mix1`: the 2,000 jobs send over HTTPS to 200 host
+names (`h000.bench.test` …), each its own loopback alias (127.0.1.1 …), answered by a
+second target process (`--serve-mix`, uvloop, TLS with a certificate for `*.bench.test`
+signed by a CA made at the start with `cryptography`). The workers trust that CA through
+`DELIVERY_CA_BUNDLE` and resolve the names through `DELIVERY_HOSTS_FILE` (a hosts file
+written at the start; /etc/hosts is not touched); the outbound guard still checks every
+address (`OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8`). Job *i* gets a 1–16 KiB answer at once,
+except 5 % that answer after 1 s and 5 % that answer 503 (one attempt per job: a 503 ends
+its run as `dead`; a run counts when it is recorded, whatever its outcome). The bare
+aiohttp loop on the same mix (`--bare-mix`: the same URLs in the same order, the same CA and
+hosts file, `DELIVERY_MAX_INFLIGHT` coroutines on one uvloop loop) runs in the same
+invocation; the ratio of the two is the figure. The target counts the connections it
+accepted (TLS handshakes). `slow200`: the 1 s target behind the same 200 names over plain
+HTTP: one host alone gets at most `DELIVERY_MAX_CONNECTIONS_PER_HOST` × pool children of
+a worker's requests at once, so `slow1` (one host) is capped by it.
+
+**Never hangs.** A run with no delivery recorded for 30 s, or past its time limit, stops
+the benchmark with a message naming the statuses reached; a bare loop has a time limit too.
 
 **Baseline.** A bare `requests.Session` loop in a process of its own against the same fast
 target: one thread, and as many threads as a worker process has delivery threads

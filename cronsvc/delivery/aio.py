@@ -61,7 +61,8 @@ class GuardedConnector(aiohttp.TCPConnector):
         # Connections being opened at once (TCP and TLS handshakes): a burst of thousands
         # of new TLS connections starves our own loop of CPU until their connect timeouts
         # pass together and the hosts' breakers count our slowness as theirs. A connect's
-        # timeout starts once it may open.
+        # timeout starts once it may open, and a delivery's total deadline stands still
+        # while it waits for that.
         self._opening = asyncio.Semaphore(max_opening)
 
     async def _resolve_host(self, host: str, port: int, traces=None):  # noqa: ANN001 - aiohttp's signature
@@ -74,8 +75,19 @@ class GuardedConnector(aiohttp.TCPConnector):
         return allowed
 
     async def _wrap_create_connection(self, *args: Any, **kwargs: Any):  # noqa: ANN202 - aiohttp's
-        async with self._opening:
+        scope = _hop.get()
+        if self._opening.locked() and scope is not None:
+            scope.pause_clock()  # our own queue, not the host's time
+            try:
+                await self._opening.acquire()
+            finally:
+                scope.resume_clock()
+        else:
+            await self._opening.acquire()
+        try:
             return await super()._wrap_create_connection(*args, **kwargs)
+        finally:
+            self._opening.release()
 
     async def connect(self, req, traces, timeout):  # noqa: ANN001 - aiohttp's signature
         connection = await super().connect(req, traces, timeout)
@@ -229,6 +241,9 @@ class _AsyncScope:
         self.started: float | None = None  # when its first turn came (HostQueue)
         self._deadlines: TickDeadlines | None = None
         self._tick: int | None = None
+        self._left: float | None = None  # seconds of its deadline left while paused
+        self.paused = 0.0  # seconds spent paused (left out of its duration)
+        self._paused_at = 0.0
 
     def start_clock(self, deadlines: TickDeadlines, seconds: float, now: float) -> None:
         """The delivery's turn came: its total deadline runs from now (once: redirect
@@ -236,6 +251,20 @@ class _AsyncScope:
         if self.started is None:
             self.started = now
             self._deadlines, self._tick = deadlines, deadlines.add(self, seconds, self.expire)
+            self._ends_at = self.loop.time() + seconds
+
+    def pause_clock(self) -> None:
+        """While it waits for our own resources (a place to open a connection)."""
+        if self._deadlines is not None and self._left is None:
+            self._deadlines.withdraw(self, self._tick)
+            self._paused_at = self.loop.time()
+            self._left = max(0.0, self._ends_at - self._paused_at)
+
+    def resume_clock(self) -> None:
+        if self._deadlines is not None and self._left is not None:
+            self._tick = self._deadlines.add(self, self._left, self.expire)
+            self.paused += self.loop.time() - self._paused_at
+            self._ends_at, self._left = self.loop.time() + self._left, None
 
     def stop_clock(self) -> None:
         if self._deadlines is not None:
@@ -349,8 +378,8 @@ async def _result(response, url, scope, now_fn, limit) -> DeliveryResult:
 
 
 def _duration_ms(scope: _AsyncScope, now_fn) -> float:
-    """From the delivery's turn (not its wait in the host's queue) until now."""
-    return 0.0 if scope.started is None else (now_fn() - scope.started) * 1000.0
+    """From the delivery's turn until now, less its waits for our own resources."""
+    return 0.0 if scope.started is None else max(0.0, now_fn() - scope.started - scope.paused) * 1000.0
 
 
 def _result_of(response, url, scope, now_fn, data, failure, limit) -> DeliveryResult:
