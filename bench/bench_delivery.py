@@ -180,6 +180,177 @@ def aiohttp_loop(url, inflight, total, on_uvloop=False):
         print(json.dumps(asyncio.run(main())), flush=True)
 
 
+# --- the realistic mix (issue 38) -------------------------------------------------------------
+
+MIX_HOSTS = 200            # distinct host names, each its own loopback address
+MIX_SLOW_SECONDS = 1.0
+
+
+def mix_address(n):
+    return f"127.0.{1 + n // 250}.{1 + n % 250}"  # never 127.0.0.1: every name its own address
+
+
+def mix_name(n):
+    return f"h{n:03d}.bench.test"
+
+
+def make_mix_files(workdir):
+    """A local CA, a certificate for *.bench.test signed by it, and a hosts file naming
+    MIX_HOSTS loopback aliases: (ca.pem, server.pem, server.key, hosts)."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = dt.datetime.now(dt.timezone.utc)
+
+    def certificate(subject, issuer, key, signer, *, ca, names=()):
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(hours=1))
+                   .not_valid_after(now + dt.timedelta(days=2))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if names:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]),
+                                            critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "cronsvc bench CA")])
+    ca = certificate(ca_name, ca_name, ca_key, ca_key, ca=True)
+    leaf = certificate(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "*.bench.test")]), ca_name, key, ca_key,
+                       ca=False, names=("*.bench.test",))
+    files = tuple(workdir / name for name in ("ca.pem", "server.pem", "server.key", "hosts"))
+    files[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files[1].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    files[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    files[3].write_text("".join(f"{mix_address(n)} {mix_name(n)}\n" for n in range(MIX_HOSTS)))
+    return files
+
+
+def mix_path(i):
+    """Job ``i``'s endpoint in the mix: 5 % answer after MIX_SLOW_SECONDS, 5 % answer 503,
+    the rest 200 at once; bodies of 1–16 KiB."""
+    size = 1024 * (1 + (i * 7919) % 16)
+    return f"/slow{size}" if i % 20 == 0 else "/fail" if i % 20 == 1 else f"/ok{size}"
+
+
+def mix_url(i, port, scheme="https"):
+    return f"{scheme}://{mix_name(i % MIX_HOSTS)}:{port}{mix_path(i)}"
+
+
+def serve_mix(cert, key):
+    """The mix's endpoints on MIX_HOSTS loopback addresses: TLS on one port, plain HTTP on
+    another (printed: "tls plain"). ``/okN`` answers N bytes at once, ``/slowN`` after
+    MIX_SLOW_SECONDS, ``/fail`` 503, ``/__stats`` the request counts."""
+    import asyncio
+    import collections
+    import ssl
+
+    import uvloop
+
+    counts = collections.Counter()
+    bodies = {}
+
+    def answer(status, body):
+        return (b"HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s"
+                % (status, len(body), body))
+
+    def route(path):
+        if path.startswith(b"/__stats"):
+            return answer(b"200 OK", json.dumps(counts).encode()), 0.0
+        if path.startswith(b"/fail"):
+            counts["fail"] += 1
+            return answer(b"503 Service Unavailable", b"failing on purpose"), 0.0
+        slow = path.startswith(b"/slow")
+        counts["slow" if slow else "ok"] += 1
+        size = int(path[5:] if slow else path[3:] or b"11")
+        if size not in bodies:
+            bodies[size] = answer(b"200 OK", b"x" * size)
+        return bodies[size], MIX_SLOW_SECONDS if slow else 0.0
+
+    class Http(asyncio.Protocol):
+        def connection_made(self, transport):
+            self.transport, self.buf = transport, b""
+            counts["connections"] += 1  # TLS handshakes on the TLS port: a pool that keeps them opens few
+
+        def data_received(self, data):
+            buf = self.buf + data
+            while (end := buf.find(b"\r\n\r\n")) >= 0:
+                head, length = buf[:end], 0
+                at = head.lower().find(b"\r\ncontent-length:")
+                if at >= 0:
+                    stop = head.find(b"\r\n", at + 2)
+                    length = int(head[at + 17:stop if stop >= 0 else end])
+                if len(buf) < end + 4 + length:
+                    break
+                first = head.find(b" ")
+                reply, delay = route(head[first + 1:head.find(b" ", first + 1)])
+                buf = buf[end + 4 + length:]
+                if delay:
+                    loop.call_later(delay, self.write, reply)
+                else:
+                    self.transport.write(reply)
+            self.buf = buf
+
+        def write(self, data):
+            if not self.transport.is_closing():
+                self.transport.write(data)
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    loop = uvloop.new_event_loop()
+    hosts = [mix_address(n) for n in range(MIX_HOSTS)]
+    ports = []
+    for tls in (context, None):  # a free port on the first address, then the same on the others
+        first = loop.run_until_complete(loop.create_server(Http, hosts[0], 0, ssl=tls, backlog=4096))
+        ports.append(first.sockets[0].getsockname()[1])
+        loop.run_until_complete(loop.create_server(Http, hosts[1:], ports[-1], ssl=tls, backlog=4096))
+    print(*ports, flush=True)
+    loop.add_signal_handler(signal.SIGTERM, loop.stop)
+    loop.run_forever()
+
+
+def bare_mix(urls_file, inflight, ca, hosts):
+    """The bare aiohttp loop on the mix: the same URLs, CA and names (through the same
+    hosts-file resolver), ``inflight`` coroutines on one uvloop loop (the workers' loop);
+    prints JSON. Failing answers are read like the others."""
+    import asyncio
+    import ssl
+
+    import aiohttp
+    import uvloop
+
+    from cronsvc.delivery.aio import StaticResolver, hosts_file
+
+    urls = Path(urls_file).read_text().split()
+
+    async def main():
+        context = ssl.create_default_context(cafile=ca)
+        connector = aiohttp.TCPConnector(limit=0, ssl=context, resolver=StaticResolver(hosts_file(hosts)))
+        async with aiohttp.ClientSession(connector=connector) as session:
+            async def work(share):
+                for url in share:
+                    async with session.get(url) as response:
+                        await response.read()
+
+            await asyncio.gather(*(work([mix_url(n, *_port_of(urls))]) for n in range(MIX_HOSTS)))  # warm
+            cpu, wall = time.process_time(), time.perf_counter()
+            await asyncio.gather(*(work(urls[k::inflight]) for k in range(inflight)))
+            return {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "requests": len(urls)}
+
+    print(json.dumps(uvloop.run(main())), flush=True)
+
+
+def _port_of(urls):
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(urls[0])
+    return parts.port, parts.scheme
+
+
 # --- environment ---------------------------------------------------------------------------
 
 def sql(statement, params=None):
@@ -211,7 +382,7 @@ def load_jobs():
     jobs = [
         Job(project=projects[i % ORGS], organization=projects[i % ORGS].organization, name=f"bench {i}",
             cron_expression="*/5 * * * *", url="http://127.0.0.1:9/", method="GET", next_run_at=None,
-            timeout_seconds=30, max_attempts=3)
+            timeout_seconds=30, max_attempts=1)  # one attempt each: the mix's 503s end their run
         for i in range(JOBS)
     ]
     Job.objects.bulk_create(jobs, batch_size=1000)
@@ -239,6 +410,12 @@ def insert_executions(jobs, n):
     sql("ANALYZE executions_execution")
     sql("CHECKPOINT")
     return [row.id for row in rows]
+
+
+def set_job_urls(jobs, url_of):
+    """Job ``i`` (in load_jobs' order) sends to ``url_of(i)``: one statement."""
+    sql("UPDATE jobs_job SET url = new.url FROM unnest(%s::uuid[], %s::text[]) AS new(id, url) "
+        "WHERE jobs_job.id = new.id", [[job_id for job_id, _ in jobs], [url_of(i) for i in range(len(jobs))]])
 
 
 def status_counts():
@@ -283,10 +460,28 @@ def start_target(workdir):
     return popen, f"http://127.0.0.1:{port}"
 
 
+def start_mix_target(workdir, cert, key):
+    popen = subprocess.Popen([sys.executable, __file__, "--serve-mix", str(cert), str(key)], stdout=subprocess.PIPE,
+                             stderr=open(workdir / "mix-target.log", "ab"), start_new_session=True)
+    ready = popen.stdout.readline().split()
+    if len(ready) != 2:
+        sys.exit(f"the mix target did not start: see {workdir / 'mix-target.log'}")
+    return popen, int(ready[0]), int(ready[1])
+
+
+SLOW200 = f"1 s target behind {MIX_HOSTS} host names, 1 worker process"
+MIX1 = (f"realistic mix, 1 worker process: TLS (local CA), {MIX_HOSTS} host names, 1–16 KiB answers, "
+        "5 % slow (1 s), 5 % failing (503)")
+
+
 def target_stats(base_url):
     import requests
 
     return requests.get(base_url + "/__stats", timeout=5).json()
+
+
+def requests_received(base_url):
+    return sum(count for key, count in target_stats(base_url).items() if key != "connections")
 
 
 @dataclass
@@ -409,6 +604,7 @@ class Run:
     received: int           # requests the target saw
     statuses: dict
     cpu: dict = field(default_factory=dict)
+    connections: int | None = None  # connections the target accepted (the mix's target counts them)
 
     @property
     def rate(self):
@@ -418,12 +614,20 @@ class Run:
         return 1000.0 * self.cpu.get(group, 0.0) / self.deliveries
 
 
+class Stalled(Exception):
+    """A run made no progress: the benchmark stops with this message rather than hang."""
+
+
+STALL_SECONDS = 30.0  # no delivery recorded for this long: the run has stalled
+
+
 def measured_run(jobs, n, target_url, meter, timeout):
     from apps.executions.publishing import publish
 
     ids = insert_executions(jobs, n)
+    forget_breakers()  # each run starts with every host's circuit closed
     log(f"  measuring {n} deliveries")
-    received_before = sum(target_stats(target_url).values())
+    received_before, connections_before = requests_received(target_url), target_stats(target_url).get("connections")
     before = meter.snapshot()
     started = time.perf_counter()
     publish({QUEUE: ids})
@@ -431,21 +635,28 @@ def measured_run(jobs, n, target_url, meter, timeout):
     deadline = started + timeout
     while True:
         time.sleep(0.2)
-        done = sql("SELECT count(*) FROM executions_execution WHERE status = 'succeeded'")[0][0]
-        samples.append((time.perf_counter() - started, done))
+        # Recorded: succeeded, or failed for good (the mix's 503s; one attempt per job).
+        done = sql("SELECT count(*) FROM executions_execution WHERE status NOT IN ('queued', 'running')")[0][0]
+        now = time.perf_counter() - started
+        samples.append((now, done))
         if done >= n:
             break
-        if time.perf_counter() > deadline:
-            log(f"  timed out with {done} of {n} recorded: {status_counts()}")
-            break
+        progressed_at = next(t for t, count in reversed(samples) if count < done or t == 0.0) if done else 0.0
+        if now - progressed_at > STALL_SECONDS or time.perf_counter() > deadline:
+            raise Stalled(f"stalled: {done} of {n} deliveries recorded, none for {now - progressed_at:.0f} s "
+                          f"({now:.0f} s into the run); statuses {status_counts()}")
     after = meter.snapshot()
     seconds = samples[-1][0]
-    received = sum(target_stats(target_url).values()) - received_before
+    received = requests_received(target_url) - received_before
     run = Run(n, seconds, steady_rate(samples, n), received, status_counts(), CpuMeter.used(before, after))
+    if connections_before is not None:
+        run.connections = target_stats(target_url)["connections"] - connections_before
     attempts = sql("SELECT count(*), count(DISTINCT execution_id) FROM executions_attempt")[0]
     if attempts[0] != n or attempts[1] != n or received != n:
+        failures = dict(sql("SELECT error_kind || ': ' || left(error_message, 80), count(*) FROM executions_attempt "
+                            "WHERE outcome <> 'succeeded' AND error_kind <> 'http_5xx' GROUP BY 1"))
         log(f"  ! {attempts[0]} attempts for {attempts[1]} executions, {received} requests received, "
-            f"for {n} executions")
+            f"for {n} executions; failures other than the mix's 503s: {failures}")
     return run
 
 
@@ -460,10 +671,9 @@ def steady_rate(samples, n):
     return 0.8 * n / (high - low) if high > low else float("nan")
 
 
-def run_config(name, config, processes, jobs, target_url, path, n, repeat, workdir, meter_groups):
-    from apps.jobs.models import Job
-
-    Job.objects.update(url=target_url + path)
+def run_config(name, config, processes, jobs, target_url, url_of, n, repeat, workdir, meter_groups):
+    """``target_url``: where the target's request counts are read; ``url_of(i)``: job i's URL."""
+    set_job_urls(jobs, url_of)
     flush_redis()
     workers = start_workers(config, processes, workdir, name)
     try:
@@ -480,13 +690,22 @@ def run_config(name, config, processes, jobs, target_url, path, n, repeat, workd
                 f"(steady {run.steady_rate:,.0f}/s), worker CPU {run.cpu_ms('worker'):.2f} ms/delivery, "
                 f"PG {run.cpu_ms('postgres'):.2f}, Redis {run.cpu_ms('redis'):.2f}, target {run.cpu_ms('target'):.2f} ms; "
                 f"machine busy {100 * run.cpu['machine_busy_share']:.0f} % (others {run.cpu['other']:.2f} cores), "
-                f"statuses {run.statuses}")
+                f"statuses {run.statuses}"
+                + (f", {run.connections} connections opened" if run.connections is not None else ""))
             runs.append(run)
     finally:
         codes = [w.stop() for w in workers]
     if any(codes):
         log(f"  worker exit codes {codes}: see {workdir}")
     return runs
+
+
+def forget_breakers():
+    from apps.executions.outbound import redis_client
+
+    client = redis_client()
+    for key in client.scan_iter("cronsvc:cb:*", count=1000):
+        client.delete(key)
 
 
 def flush_redis():
@@ -500,13 +719,16 @@ def wait_for_quiet_machine(max_wait=None):
     (polling every 30 s), then until the machine is mostly idle (other people's test runs),
     for at most ``max_wait`` seconds."""
     waited = False
+    max_wait = QUIET["max_wait"] if max_wait is None else max_wait
+    deadline = time.time() + max_wait
     while subprocess.run(["pgrep", "-f", "bench_scheduler"], capture_output=True).returncode == 0:
+        if time.time() > deadline:
+            log(f"  bench_scheduler still runs after {max_wait} s: measuring anyway")
+            break
         if not waited:
             log("  waiting for bench_scheduler to finish ...")
             waited = True
-        time.sleep(30)
-    max_wait = QUIET["max_wait"] if max_wait is None else max_wait
-    deadline = time.time() + max_wait
+        time.sleep(min(30, max(1, deadline - time.time())))
     while True:
         busy0, total0 = machine_busy()
         time.sleep(2)
@@ -522,10 +744,14 @@ def wait_for_quiet_machine(max_wait=None):
             waited = True
 
 
-def run_bare(url, threads, total, kind="--bare"):
+def run_bare(url, threads, total, kind="--bare", *extra):
     wait_for_quiet_machine()
-    out = subprocess.run([sys.executable, __file__, kind, url, str(threads), str(total)],
-                         capture_output=True, text=True, check=True)
+    limit = 120 + total / 100
+    try:
+        out = subprocess.run([sys.executable, __file__, kind, url, str(threads), str(total), *extra],
+                             capture_output=True, text=True, check=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise Stalled(f"stalled: the bare loop ({kind}) did not finish {total} requests in {limit:.0f} s") from None
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -553,7 +779,7 @@ def machine():
             f"Celery {celery.__version__}, requests {requests.__version__}, PostgreSQL {pg}")
 
 
-def goals(results, bare_aio, load_at_start, bare_uvloop=()):
+def goals(results, bare_aio, load_at_start, bare_uvloop=(), bare_mixes=()):
     """The issue-24 figures: fast and 1 s target rates against the goals, and the ratio to
     the bare aiohttp loop measured in the same run, with the machine's load."""
     found = dict(results)
@@ -582,6 +808,20 @@ def goals(results, bare_aio, load_at_start, bare_uvloop=()):
         lines.append(f"- 1 s target, 1 worker process: **{steady:,.0f}/s steady** (goal 2,000/s; "
                      f"{median([r.rate for r in slow]):,.0f}/s publish → last recorded), so about "
                      f"{steady:,.0f} requests in flight (rate × 1 s)")
+    slow200 = found.get(SLOW200)
+    if slow200:
+        steady = median([r.steady_rate for r in slow200])
+        lines.append(f"- 1 s target behind {MIX_HOSTS} names, 1 worker process: **{steady:,.0f}/s steady** (goal "
+                     f"2,000/s); one host alone gets at most DELIVERY_MAX_CONNECTIONS_PER_HOST × pool children "
+                     f"requests at once")
+    mix = found.get(MIX1)
+    if mix and bare_mixes:
+        rate, cpu = median([r.rate for r in mix]), median([r.cpu_ms("worker") for r in mix])
+        bare = median([b["requests"] / b["seconds"] for b in bare_mixes])
+        bare_cpu = median([1000 * b["cpu"] / b["requests"] for b in bare_mixes])
+        lines.append(f"- realistic mix, 1 worker process: **{rate:,.0f}/s**, **{rate / bare:.2f}×** the bare aiohttp "
+                     f"loop on the same mix (goal ≥ 0.6×; {bare:,.0f}/s on one core, {bare_cpu:.3f} ms CPU a "
+                     f"request); worker CPU {cpu:.2f} ms a delivery = {cpu / bare_cpu:.1f}× the bare loop's")
     lines.append(f"- load average at the start {load_at_start[0]:.2f}, at the end {os.getloadavg()[0]:.2f} "
                  f"(1 min; a shared machine: other processes' share is in the table's last column)")
     return "\n".join(lines) + "\n"
@@ -691,6 +931,25 @@ configuration is not counted; the table shows the median of the runs.
 (~0.05 ms of CPU a request), the slow one after 1 s (a timer, so it holds any number of
 connections).
 
+**The realistic mix (issue 38).** `mix1`: the 2,000 jobs send over HTTPS to 200 host
+names (`h000.bench.test` …), each its own loopback alias (127.0.1.1 …), answered by a
+second target process (`--serve-mix`, uvloop, TLS with a certificate for `*.bench.test`
+signed by a CA made at the start with `cryptography`). The workers trust that CA through
+`DELIVERY_CA_BUNDLE` and resolve the names through `DELIVERY_HOSTS_FILE` (a hosts file
+written at the start; /etc/hosts is not touched); the outbound guard still checks every
+address (`OUTBOUND_ALLOWED_NETWORKS=127.0.0.0/8`). Job *i* gets a 1–16 KiB answer at once,
+except 5 % that answer after 1 s and 5 % that answer 503 (one attempt per job: a 503 ends
+its run as `dead`; a run counts when it is recorded, whatever its outcome). The bare
+aiohttp loop on the same mix (`--bare-mix`: the same URLs in the same order, the same CA and
+hosts file, `DELIVERY_MAX_INFLIGHT` coroutines on one uvloop loop) runs in the same
+invocation; the ratio of the two is the figure. The target counts the connections it
+accepted (TLS handshakes). `slow200`: the 1 s target behind the same 200 names over plain
+HTTP: one host alone gets at most `DELIVERY_MAX_CONNECTIONS_PER_HOST` × pool children of
+a worker's requests at once, so `slow1` (one host) is capped by it.
+
+**Never hangs.** A run with no delivery recorded for 30 s, or past its time limit, stops
+the benchmark with a message naming the statuses reached; a bare loop has a time limit too.
+
 **Baseline.** A bare `requests.Session` loop in a process of its own against the same fast
 target: one thread, and as many threads as a worker process has delivery threads
 (`DELIVERY_MAX_INFLIGHT`), sharing one session whose pool holds that many connections.
@@ -749,6 +1008,10 @@ def main():
         return serve_target()
     if len(sys.argv) > 1 and sys.argv[1] == "--bare":
         return bare_loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) > 1 and sys.argv[1] == "--serve-mix":
+        return serve_mix(sys.argv[2], sys.argv[3])
+    if len(sys.argv) > 1 and sys.argv[1] == "--bare-mix":
+        return bare_mix(sys.argv[2], int(sys.argv[3]), sys.argv[5], sys.argv[6])
     if len(sys.argv) > 1 and sys.argv[1] in ("--bare-aiohttp", "--bare-aiohttp-uvloop"):
         return aiohttp_loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), on_uvloop=sys.argv[1].endswith("uvloop"))
 
@@ -764,9 +1027,10 @@ def main():
     parser.add_argument("--concurrency", type=int, default=None, help="worker --concurrency (default: the Procfile's)")
     parser.add_argument("--inflight", type=int, default=None, help="DELIVERY_MAX_INFLIGHT (default: the settings')")
     parser.add_argument("--prefetch", type=int, default=None, help="CELERY_WORKER_PREFETCH_MULTIPLIER")
-    parser.add_argument("--only", default="fast1,fast2,slow1,threads1,threadsslow1,bare",
-                        help="configurations to run: fast1, fast2, slow1, threads1 and threadsslow1 (the "
-                             "earlier threads pool, for comparison), bare")
+    parser.add_argument("--only", default="fast1,fast2,slow1,slow200,mix1,threads1,threadsslow1,bare",
+                        help="configurations to run: fast1, fast2, slow1, slow200 (the 1 s target behind "
+                             f"{MIX_HOSTS} host names), mix1 (the realistic mix, with its bare aiohttp loop), "
+                             "threads1 and threadsslow1 (the earlier threads pool, for comparison), bare")
     parser.add_argument("--chunk", type=int, default=None,
                         help="ids per published message (default: publishing.PUBLISH_CHUNK)")
     parser.add_argument("--quiet-wait", type=float, default=None,
@@ -807,28 +1071,51 @@ def main():
     log(f"logs of the child processes: {workdir}")
     log(f"worker: {config.label()}; {args.chunk} ids per message")
     target, target_url = start_target(workdir)
+    ca, cert, key, hosts = make_mix_files(workdir)
+    # The workers trust the local CA and resolve the mix's names from the hosts file; the
+    # outbound guard still checks every address (OUTBOUND_ALLOWED_NETWORKS: loopback).
+    os.environ.update(DELIVERY_CA_BUNDLE=str(ca), DELIVERY_HOSTS_FILE=str(hosts))
+    mix_target, tls_port, plain_port = start_mix_target(workdir, cert, key)
+    mix_stats = f"http://{mix_address(0)}:{plain_port}"
     started = time.monotonic()
     load_at_start = os.getloadavg()
     try:
         jobs = load_jobs()
         meter_groups = {"postgres": postgres_pids, "redis": lambda: [redis_pid()], "target": lambda: [target.pid],
                         "bench": lambda: [os.getpid()]}
+        meter_groups["target"] = lambda: [target.pid, mix_target.pid]
         results = []
         # The pool the Procfile had before (comparison): 8 task threads in one process.
         threads = WorkerConfig("threads", 8, config.inflight, config.prefetch)
-        for key, name, worker_config, processes, path, n in (
-            ("fast1", "fast target, 1 worker process", config, 1, "/hook", args.deliveries),
-            ("fast2", "fast target, 2 worker processes", config, 2, "/hook", args.deliveries),
-            ("slow1", "1 s target, 1 worker process", config, 1, "/slow", args.slow_deliveries),
-            ("threads1", "fast target, 1 threads worker, concurrency 8 (comparison)", threads, 1, "/hook",
-             args.deliveries),
-            ("threadsslow1", "1 s target, 1 threads worker, concurrency 8 (comparison)", threads, 1, "/slow",
-             args.slow_deliveries),
+
+        def at(path):
+            return lambda i: target_url + path
+
+        for key, name, worker_config, processes, stats, url_of, n in (
+            ("fast1", "fast target, 1 worker process", config, 1, target_url, at("/hook"), args.deliveries),
+            ("fast2", "fast target, 2 worker processes", config, 2, target_url, at("/hook"), args.deliveries),
+            ("slow1", "1 s target, 1 worker process", config, 1, target_url, at("/slow"), args.slow_deliveries),
+            ("slow200", SLOW200, config, 1, mix_stats,
+             lambda i: f"http://{mix_name(i % MIX_HOSTS)}:{plain_port}/slow11", args.slow_deliveries),
+            ("mix1", MIX1, config, 1, mix_stats, lambda i: mix_url(i, tls_port), args.deliveries),
+            ("threads1", "fast target, 1 threads worker, concurrency 8 (comparison)", threads, 1, target_url,
+             at("/hook"), args.deliveries),
+            ("threadsslow1", "1 s target, 1 threads worker, concurrency 8 (comparison)", threads, 1, target_url,
+             at("/slow"), args.slow_deliveries),
         ):
             if key in only:
                 log(f"{name}: {worker_config.label()}")
-                results.append((name, run_config(key, worker_config, processes, jobs, target_url, path, n,
+                results.append((name, run_config(key, worker_config, processes, jobs, stats, url_of, n,
                                                  args.repeat, workdir, meter_groups)))
+        bare_mixes = []
+        if "mix1" in only:
+            urls = workdir / "mix-urls"
+            urls.write_text("\n".join(mix_url(k % JOBS, tls_port) for k in range(args.deliveries)))
+            for rep in range(args.repeat):
+                bare_mixes.append(run_bare(str(urls), config.inflight, args.deliveries, "--bare-mix", ca, hosts))
+                log(f"  bare aiohttp loop on the mix, run {rep + 1}: {config.inflight} in flight, "
+                    f"{bare_mixes[-1]['requests'] / bare_mixes[-1]['seconds']:,.0f}/s, "
+                    f"{1000 * bare_mixes[-1]['cpu'] / bare_mixes[-1]['requests']:.3f} ms CPU/request")
         bare_seq, bare_threads, bare_aio, bare_uvloop = [], [], [], []
         if "bare" in only:
             for rep in range(args.repeat):
@@ -841,10 +1128,14 @@ def main():
                 bare_threads.append(run_bare(target_url + "/hook", args.bare_threads, args.deliveries))
                 log(f"  bare run {rep + 1}: 1 thread {bare_seq[-1]['requests'] / bare_seq[-1]['seconds']:,.0f}/s, "
                     f"{args.bare_threads} threads {bare_threads[-1]['requests'] / bare_threads[-1]['seconds']:,.0f}/s")
+    except Stalled as stall:
+        log(str(stall))
+        sys.exit(f"{stall} (child logs: {workdir})")
     finally:
-        target.send_signal(signal.SIGTERM)
-        target.wait(10)
-    summary = goals(results, bare_aio, load_at_start, bare_uvloop)
+        for process in (target, mix_target):
+            process.send_signal(signal.SIGTERM)
+            process.wait(10)
+    summary = goals(results, bare_aio, load_at_start, bare_uvloop, bare_mixes)
     if not (results and bare_threads and "fast target, 1 worker process" in dict(results)):
         for name, runs in results:
             print(name, [f"{r.rate:,.0f}/s (steady {r.steady_rate:,.0f}/s)" for r in runs])

@@ -505,6 +505,11 @@ RESPONSE_BODY_MAX_BYTES = env_int("RESPONSE_BODY_MAX_BYTES", 16 * 1024)
 DELIVERY_ENGINE = env_str("DELIVERY_ENGINE", "asyncio")
 if DELIVERY_ENGINE not in ("asyncio", "threads"):
     raise ImproperlyConfigured(f"DELIVERY_ENGINE must be asyncio or threads, not {DELIVERY_ENGINE!r}")
+# The asyncio engine's event loop: uvloop (C, less CPU a request) or asyncio's own (the way
+# out should uvloop misbehave; bench/bench_delivery.py measures both bare loops).
+DELIVERY_EVENT_LOOP = env_str("DELIVERY_EVENT_LOOP", "uvloop")
+if DELIVERY_EVENT_LOOP not in ("uvloop", "asyncio"):
+    raise ImproperlyConfigured(f"DELIVERY_EVENT_LOOP must be uvloop or asyncio, not {DELIVERY_EVENT_LOOP!r}")
 # Deliveries one worker pool process (a prefork child) keeps in flight (requests on its
 # loop, or its HTTP threads); a task waits for free slots before it claims its runs.
 DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 1000 if DELIVERY_ENGINE == "asyncio" else 256)
@@ -523,6 +528,14 @@ SANDBOX_REPORT_KEY = env_str("SANDBOX_REPORT_KEY", "cronsvc:sandbox:available")
 # there cost no more than in the task.
 DELIVERY_HANDOFF_SECONDS = env_float("DELIVERY_HANDOFF_SECONDS", 5.0)
 DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)
+# Requests one worker pool process has in flight to one host (host:port), asyncio engine;
+# its other runs for that host wait their turn, and their timeout starts when it comes.
+DELIVERY_MAX_CONNECTIONS_PER_HOST = env_int("DELIVERY_MAX_CONNECTIONS_PER_HOST", 100)
+# CA certificates (a PEM file) workers trust for HTTPS endpoints instead of certifi's.
+DELIVERY_CA_BUNDLE = env_str("DELIVERY_CA_BUNDLE", "")
+# A hosts file (/etc/hosts' format) the asyncio engine resolves names from before DNS
+# (benchmarks on one machine); the outbound policy still checks the addresses.
+DELIVERY_HOSTS_FILE = env_str("DELIVERY_HOSTS_FILE", "")
 # Seconds past a run's timeout that its Redis-held concurrency slot and overlap lock last.
 DELIVERY_LEASE_MARGIN = env_int("DELIVERY_LEASE_MARGIN", 60)
 # Fenced leases (docs/architecture.md): a claimed run's lease on the database's clock,

@@ -45,7 +45,7 @@ from django.utils import timezone
 
 import cronsvc
 from apps.jobs.validation import request_spec  # the one request spec (also the test run's)
-from cronsvc.delivery.aio import AsyncSession, deliver_async, loop_thread
+from cronsvc.delivery.aio import AsyncSession, StaticResolver, deliver_async, hosts_file, loop_thread
 from cronsvc.delivery.breaker import COUNTED_FAILURES, host_key
 from cronsvc.delivery.client import CANCELLED, deliver
 from cronsvc.delivery.errors import InvalidRequest
@@ -204,7 +204,7 @@ def _start_sends(runs, mailbox):
         for run in runs:
             executor.submit(_send_into, mailbox, run)
         return
-    engine = loop_thread()
+    engine = loop_thread(settings.DELIVERY_EVENT_LOOP)
     engine.loop.call_soon_threadsafe(_create_send_tasks, engine, runs, mailbox)
 
 
@@ -224,7 +224,9 @@ def _async_session(engine):
     policy = outbound_policy()
     sessions = engine.__dict__.setdefault("sessions", {})
     if policy not in sessions:
-        sessions[policy] = AsyncSession(policy, limit=0)
+        resolver = StaticResolver(hosts_file(settings.DELIVERY_HOSTS_FILE)) if settings.DELIVERY_HOSTS_FILE else None
+        sessions[policy] = AsyncSession(policy, limit=0, ca_bundle=settings.DELIVERY_CA_BUNDLE or None,
+                                        max_per_host=settings.DELIVERY_MAX_CONNECTIONS_PER_HOST, resolver=resolver)
     return sessions[policy]
 
 

@@ -39,7 +39,8 @@ def outbound_policy():
 def _session(policy):
     # As many pooled connections per host as deliveries in flight: a smaller pool makes
     # every delivery past it to a busy host open a fresh connection and close it again.
-    return make_session(policy, pool_connections=200, pool_maxsize=settings.DELIVERY_MAX_INFLIGHT)
+    return make_session(policy, pool_connections=200, pool_maxsize=settings.DELIVERY_MAX_INFLIGHT,
+                        ca_bundle=settings.DELIVERY_CA_BUNDLE or None)
 
 
 def http_session():

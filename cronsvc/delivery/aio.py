@@ -11,7 +11,12 @@ half the CPU (bench/bench_delivery.py). What stays the same as the blocking clie
   connects only to those, so the address connected to is the address checked (no DNS
   rebinding). Every hop's URL also passes ``check_url``; redirects are followed here, by
   hand, with the blocking client's rules (``client._redirected``).
-- A total deadline per delivery (``asyncio.timeout``), a connect timeout, a capped body.
+- A total deadline per delivery, a connect timeout, a capped body.
+- At most ``max_per_host`` requests in flight to one host (``HostQueue``): the others wait
+  their turn in order, and a delivery's clock (its total deadline and its duration) starts
+  when its turn comes, so time spent in our own queue is never blamed on the host: it
+  neither times a run out nor feeds the host's circuit breaker (issue 38: 3,000 runs due at
+  once for one slow host opened 3,000 connections and timed out half of them).
 - ``Cancellation.cancel()`` from another thread ends the delivery at once: the task is
   cancelled on its loop and its connection closed.
 - No environment proxies, no cookie jar, no ~/.netrc (aiohttp's ``trust_env=False``).
@@ -20,8 +25,10 @@ half the CPU (bench/bench_delivery.py). What stays the same as the blocking clie
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import os
+import socket
 import ssl
 import threading
 import time
@@ -32,6 +39,7 @@ from urllib.parse import urljoin
 import aiohttp
 import certifi
 
+from .breaker import host_key
 from .client import (CANCELLED, DEFAULT_MAX_BODY_BYTES, REDIRECT_STATUSES, DeliveryResult, _decode, _redirected,
                      _with_defaults)
 from .deadline import Cancellation
@@ -47,9 +55,17 @@ class GuardedConnector(aiohttp.TCPConnector):
     """A TCPConnector that connects only to addresses ``policy`` allows: the resolved
     addresses (or the URL's IP literal) are filtered before aiohttp connects to them."""
 
-    def __init__(self, policy: AddressPolicy, **kwargs: Any) -> None:
+    def __init__(self, policy: AddressPolicy, *, max_opening: int = 16, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.policy = policy
+        # Connections being opened at once (TCP and TLS handshakes): a burst of thousands
+        # of new TLS connections starves our own loop of CPU until their connect timeouts
+        # pass together and the hosts' breakers count our slowness as theirs. A connect's
+        # timeout starts once it may open, and a delivery's total deadline stands still
+        # while it waits for that. On the realistic mix of bench_delivery.py (TLS, 200
+        # hosts, a machine at load 20 on 2 cores), 64 at once still let 772 of 10,000
+        # handshakes pass the 5 s connect timeout; 16 at once, 1.
+        self._opening = asyncio.Semaphore(max_opening)
 
     async def _resolve_host(self, host: str, port: int, traces=None):  # noqa: ANN001 - aiohttp's signature
         if not self.policy.port_allowed(port):
@@ -59,6 +75,21 @@ class GuardedConnector(aiohttp.TCPConnector):
         if not allowed:
             _refuse_address(host, _parse_ip(candidates[0]["host"]), self.policy)
         return allowed
+
+    async def _wrap_create_connection(self, *args: Any, **kwargs: Any):  # noqa: ANN202 - aiohttp's
+        scope = _hop.get()
+        if self._opening.locked() and scope is not None:
+            scope.pause_clock()  # our own queue, not the host's time
+            try:
+                await self._opening.acquire()
+            finally:
+                scope.resume_clock()
+        else:
+            await self._opening.acquire()
+        try:
+            return await super()._wrap_create_connection(*args, **kwargs)
+        finally:
+            self._opening.release()
 
     async def connect(self, req, traces, timeout):  # noqa: ANN001 - aiohttp's signature
         connection = await super().connect(req, traces, timeout)
@@ -83,20 +114,103 @@ def _peer_of(protocol) -> str | None:
     return peer or None
 
 
+class StaticResolver(aiohttp.abc.AbstractResolver):
+    """Names from a fixed mapping (a hosts file: ``hosts_file``) first, the system's
+    resolver for the rest: lets a benchmark give hundreds of loopback aliases names
+    without editing /etc/hosts. What it resolves still passes ``GuardedConnector``."""
+
+    def __init__(self, mapping: dict[str, str]) -> None:
+        self.mapping = mapping
+        self.fallback = aiohttp.DefaultResolver()
+
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET):  # noqa: ANN201 - aiohttp's
+        address = self.mapping.get(host.lower().rstrip("."))
+        if address is None:
+            return await self.fallback.resolve(host, port, family)
+        return [{"hostname": host, "host": address, "port": port, "proto": 0, "flags": socket.AI_NUMERICHOST,
+                 "family": socket.AF_INET6 if ":" in address else socket.AF_INET}]
+
+    async def close(self) -> None:
+        await self.fallback.close()
+
+
+def hosts_file(path: str) -> dict[str, str]:
+    """name -> address from a file in /etc/hosts' format (the first address of a name wins)."""
+    mapping: dict[str, str] = {}
+    with open(path) as lines:
+        for line in lines:
+            address, *names = line.split("#", 1)[0].split() or [""]
+            for name in names:
+                mapping.setdefault(name.lower().rstrip("."), address)
+    return mapping
+
+
 @lru_cache(maxsize=64)
 def _hop_timeout(connect_timeout: float) -> aiohttp.ClientTimeout:
     # One per distinct connect timeout, not one per request: the total is asyncio.timeout's.
     return aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
 
 
-class AsyncSession:
-    """One per event loop: pooled keep-alive connections through a ``GuardedConnector``."""
+class HostQueue:
+    """At most ``limit`` requests in flight to one host (``host:port``) on one loop; the
+    others wait in arrival order. A request holds its place from before it takes a
+    connection until its body is read, so a host never has more than ``limit`` of our
+    connections (pooled keep-alive ones included) from this loop. Loop-bound."""
 
-    def __init__(self, policy: AddressPolicy, *, limit: int = 0, ca_bundle: str | None = None) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._busy: dict[str, int] = {}
+        self._waiting: dict[str, collections.deque[asyncio.Future]] = {}
+
+    async def acquire(self, host: str) -> None:
+        busy = self._busy.get(host, 0)
+        if busy < self.limit and host not in self._waiting:
+            self._busy[host] = busy + 1
+            return
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(host, collections.deque()).append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.release(host)  # handed a place while being cancelled: pass it on
+            raise
+
+    def release(self, host: str) -> None:
+        waiting = self._waiting.get(host)
+        while waiting:
+            turn = waiting.popleft()
+            if not waiting:
+                del self._waiting[host]
+            if not turn.done():  # a cancelled waiter's turn is done already: skip it
+                turn.set_result(None)  # the place goes to the next waiter as it is
+                return
+        busy = self._busy[host] - 1
+        if busy:
+            self._busy[host] = busy
+        else:
+            del self._busy[host]
+
+    def waiting(self, host: str) -> int:
+        return sum(not turn.done() for turn in self._waiting.get(host, ()))
+
+    def in_flight(self, host: str) -> int:
+        return self._busy.get(host, 0)
+
+
+class AsyncSession:
+    """One per event loop: pooled keep-alive connections through a ``GuardedConnector``,
+    at most ``max_per_host`` of them to one host (``HostQueue``). ``resolver``: aiohttp's
+    (a ``StaticResolver`` for benchmarks); the guard checks what it resolves."""
+
+    def __init__(self, policy: AddressPolicy, *, limit: int = 0, ca_bundle: str | None = None,
+                 max_per_host: int = 100, resolver: aiohttp.abc.AbstractResolver | None = None) -> None:
         self.policy = policy
         self._deadlines: TickDeadlines | None = None
+        self.hosts = HostQueue(max_per_host)
+        # One SSL context for every connection (building one costs milliseconds).
         context = ssl.create_default_context(cafile=ca_bundle or certifi.where())
-        self.connector = GuardedConnector(policy, limit=limit, limit_per_host=0, ssl=context,
+        self.connector = GuardedConnector(policy, limit=limit, limit_per_host=0, ssl=context, resolver=resolver,
                                           ttl_dns_cache=10, enable_cleanup_closed=True)
         self.client = aiohttp.ClientSession(
             connector=self.connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(),
@@ -126,6 +240,38 @@ class _AsyncScope:
         self.url: str | None = None
         self.chunks: list[bytes] = []
         self.timed_out = False
+        self.started: float | None = None  # when its first turn came (HostQueue)
+        self._deadlines: TickDeadlines | None = None
+        self._tick: int | None = None
+        self._left: float | None = None  # seconds of its deadline left while paused
+        self.paused = 0.0  # seconds spent paused (left out of its duration)
+        self._paused_at = 0.0
+
+    def start_clock(self, deadlines: TickDeadlines, seconds: float, now: float) -> None:
+        """The delivery's turn came: its total deadline runs from now (once: redirect
+        hops spend the same budget)."""
+        if self.started is None:
+            self.started = now
+            self._deadlines, self._tick = deadlines, deadlines.add(self, seconds, self.expire)
+            self._ends_at = self.loop.time() + seconds
+
+    def pause_clock(self) -> None:
+        """While it waits for our own resources (a place to open a connection)."""
+        if self._deadlines is not None and self._left is None:
+            self._deadlines.withdraw(self, self._tick)
+            self._paused_at = self.loop.time()
+            self._left = max(0.0, self._ends_at - self._paused_at)
+
+    def resume_clock(self) -> None:
+        if self._deadlines is not None and self._left is not None:
+            self._tick = self._deadlines.add(self, self._left, self.expire)
+            self.paused += self.loop.time() - self._paused_at
+            self._ends_at, self._left = self.loop.time() + self._left, None
+
+    def stop_clock(self) -> None:
+        if self._deadlines is not None:
+            self._deadlines.withdraw(self, self._tick)
+            self._deadlines = None
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -146,59 +292,73 @@ async def deliver_async(
     now_fn: Callable[[], float] = time.monotonic,
     cancellation: Cancellation | None = None,
 ) -> DeliveryResult:
-    """Send ``prepared`` within its total timeout; map every failure to an error kind (as
-    ``client.deliver``). Run it as a task of the loop ``session`` belongs to."""
-    started = now_fn()
+    """Send ``prepared`` within its total timeout, counted from when its turn for the host
+    comes (``HostQueue``); map every failure to an error kind (as ``client.deliver``). Run
+    it as a task of the loop ``session`` belongs to."""
     scope = _AsyncScope(asyncio.get_running_loop(), asyncio.current_task())
+    try:
+        return await _deliver_in(scope, prepared, session, policy, max_body_bytes, now_fn, cancellation)
+    finally:
+        # The caller's thread keeps the scope (through ``cancellation``) after this: it must
+        # not hold the response, whose connection's transport belongs to this loop's thread.
+        scope.response, scope.chunks = None, []
+
+
+async def _deliver_in(scope, prepared, session, policy, max_body_bytes, now_fn, cancellation) -> DeliveryResult:
     if cancellation is not None:
         cancellation.bind(scope)
         if cancellation.cancelled:
-            return _failed(CANCELLED, "cancelled while in flight; the connection was closed", scope, started, now_fn)
+            return _failed(CANCELLED, "cancelled while in flight; the connection was closed", scope, now_fn)
     token = _hop.set(scope)
-    deadlines = session.deadlines(scope.loop)
-    tick = deadlines.add(scope, prepared.timeout, scope.expire)
     try:
-        return await _send(prepared, session, policy, scope, started, now_fn, max_body_bytes)
+        return await _send(prepared, session, policy, scope, now_fn, max_body_bytes)
     except asyncio.CancelledError:
         if not (scope.cancelled or scope.timed_out):
             raise  # the loop is stopping, not a customer's cancel nor the deadline
         asyncio.current_task().uncancel()
         if scope.cancelled:
-            return _failed(CANCELLED, "cancelled while in flight; the connection was closed", scope, started, now_fn)
+            return _failed(CANCELLED, "cancelled while in flight; the connection was closed", scope, now_fn)
     except Exception as exc:
-        return _failed(*_error_kind(exc, scope), scope, started, now_fn)
+        return _failed(*_error_kind(exc, scope), scope, now_fn)
     finally:
-        deadlines.withdraw(scope, tick)
+        scope.stop_clock()
         _hop.reset(token)
     if scope.response is not None:  # the headers came, the body did not in time
-        return _result_of(scope.response, scope.url, scope, started, now_fn, b"".join(scope.chunks),
+        return _result_of(scope.response, scope.url, scope, now_fn, b"".join(scope.chunks),
                           ("timeout", "no complete response within the timeout"), max_body_bytes)
     if not scope.request_started:
-        return _failed("connect_error", "timed out while connecting", scope, started, now_fn)
-    return _failed("timeout", "no complete response within the timeout", scope, started, now_fn)
+        return _failed("connect_error", "timed out while connecting", scope, now_fn)
+    return _failed("timeout", "no complete response within the timeout", scope, now_fn)
 
 
-async def _send(prepared, session, policy, scope, started, now_fn, max_body_bytes) -> DeliveryResult:
+async def _send(prepared, session, policy, scope, now_fn, max_body_bytes) -> DeliveryResult:
     method, url, body = prepared.method, prepared.url, prepared.body
     headers = _with_defaults(prepared.headers)
     hops_left = prepared.max_redirects if prepared.follow_redirects else 0
+    deadlines = session.deadlines(scope.loop)
     while True:
         check_url(url, policy)
         scope.request_started = False
-        async with session.client.request(
-            method, url, headers=headers, data=body or None, allow_redirects=False,
-            timeout=_hop_timeout(prepared.connect_timeout),
-        ) as response:
-            location = response.headers.get("location")
-            if hops_left == 0 or response.status not in REDIRECT_STATUSES or not location:
-                return await _result(response, url, scope, started, now_fn, max_body_bytes)
+        host = host_key(url)
+        await session.hosts.acquire(host)
+        try:
+            scope.start_clock(deadlines, prepared.timeout, now_fn())
+            async with session.client.request(
+                method, url, headers=headers, data=body or None, allow_redirects=False,
+                timeout=_hop_timeout(prepared.connect_timeout),
+            ) as response:
+                location = response.headers.get("location")
+                if hops_left == 0 or response.status not in REDIRECT_STATUSES or not location:
+                    return await _result(response, url, scope, now_fn, max_body_bytes)
+        finally:
+            session.hosts.release(host)
         hops_left -= 1
         next_url = urljoin(url, location)
         method, body, headers = _redirected(response.status, method, body, headers, url, next_url)
         url = next_url
 
 
-async def _result(response, url, scope, started, now_fn, limit) -> DeliveryResult:
+async def _result(response, url, scope, now_fn, limit) -> DeliveryResult:
     scope.response, scope.url = response, url
     chunks = scope.chunks
     wanted, error = limit + 1, None
@@ -216,10 +376,15 @@ async def _result(response, url, scope, started, now_fn, limit) -> DeliveryResul
     except (aiohttp.ClientError, OSError) as exc:
         error = exc
     failure = _error_kind(error, scope) if error is not None else (None, None)
-    return _result_of(response, url, scope, started, now_fn, b"".join(chunks), failure, limit)
+    return _result_of(response, url, scope, now_fn, b"".join(chunks), failure, limit)
 
 
-def _result_of(response, url, scope, started, now_fn, data, failure, limit) -> DeliveryResult:
+def _duration_ms(scope: _AsyncScope, now_fn) -> float:
+    """From the delivery's turn until now, less its waits for our own resources."""
+    return 0.0 if scope.started is None else max(0.0, now_fn() - scope.started - scope.paused) * 1000.0
+
+
+def _result_of(response, url, scope, now_fn, data, failure, limit) -> DeliveryResult:
     kind, message = failure
     truncated = kind is None and len(data) > limit
     return DeliveryResult(
@@ -227,7 +392,7 @@ def _result_of(response, url, scope, started, now_fn, data, failure, limit) -> D
         headers=_merged(response.headers),
         body_excerpt=_decode(data[:limit], response.headers.get("content-type", "")),
         body_truncated=truncated,
-        duration_ms=(now_fn() - started) * 1000.0,
+        duration_ms=_duration_ms(scope, now_fn),
         remote_addr=scope.remote_addr or _peer(response),
         error_kind=kind,
         error_message=message,
@@ -250,8 +415,8 @@ def _peer(response) -> str | None:
     return peer[0] if peer else None
 
 
-def _failed(kind: str, message: str, scope: _AsyncScope, started: float, now_fn) -> DeliveryResult:
-    return DeliveryResult(None, {}, "", False, (now_fn() - started) * 1000.0, scope.remote_addr, kind, message, None)
+def _failed(kind: str, message: str, scope: _AsyncScope, now_fn) -> DeliveryResult:
+    return DeliveryResult(None, {}, "", False, _duration_ms(scope, now_fn), scope.remote_addr, kind, message, None)
 
 
 def _error_kind(exc: BaseException, scope: _AsyncScope) -> tuple[str, str]:
@@ -281,10 +446,19 @@ def _message(exc: BaseException) -> str:
     return text[:500] or type(exc).__name__
 
 
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's loop where it is installed (requirements/base.txt), asyncio's own
-    otherwise: uvloop's transports and callbacks are C, and a bare aiohttp loop on it costs
-    ~15 % less CPU a request (0.100 against 0.116 ms on the reference machine)."""
+EVENT_LOOPS = ("uvloop", "asyncio")
+
+
+def new_event_loop(kind: str = "uvloop") -> asyncio.AbstractEventLoop:
+    """uvloop's loop where it is installed (requirements/base.txt) and asked for, asyncio's
+    own otherwise: uvloop's transports and callbacks are C, and a bare aiohttp loop on it costs
+    ~15 % less CPU a request (0.100 against 0.116 ms on the reference machine). ``asyncio``
+    is the way out should uvloop misbehave (a test run once crashed inside uvloop's
+    run_forever on the delivery loop's thread, like MagicStack/uvloop#706)."""
+    if kind not in EVENT_LOOPS:
+        raise ValueError(f"event loop {kind!r}: expected one of {', '.join(EVENT_LOOPS)}")
+    if kind == "asyncio":
+        return asyncio.new_event_loop()
     try:
         import uvloop
     except ImportError:
@@ -296,8 +470,8 @@ class LoopThread:
     """An event loop in a daemon thread of its own, for a blocking caller to hand
     coroutines to (``submit``); one per process (``loop_thread``)."""
 
-    def __init__(self, name: str = "delivery-loop") -> None:
-        self.loop = new_event_loop()
+    def __init__(self, name: str = "delivery-loop", kind: str = "uvloop") -> None:
+        self.loop = new_event_loop(kind)
         self._ready = threading.Event()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
@@ -322,13 +496,14 @@ _loop_threads: dict[int, LoopThread] = {}
 _loop_lock = threading.Lock()
 
 
-def loop_thread() -> LoopThread:
-    """This process's delivery loop (a forked child starts its own: threads do not survive a fork)."""
+def loop_thread(kind: str = "uvloop") -> LoopThread:
+    """This process's delivery loop (a forked child starts its own: threads do not survive a
+    fork); ``kind``: its event loop (``new_event_loop``) when it is started."""
     pid = os.getpid()
     with _loop_lock:
         if pid not in _loop_threads:
             _loop_threads.clear()
-            _loop_threads[pid] = LoopThread()
+            _loop_threads[pid] = LoopThread(kind=kind)
         return _loop_threads[pid]
 
 

@@ -8,13 +8,31 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 from cronsvc.delivery.aio import AsyncSession, deliver_async, loop_thread
 
 HERE = Path(__file__).parent
 
 
+_sessions = []
+
+
 def make_session(policy, *, ca_bundle=None, **_pool_sizes):
-    return loop_thread().call(lambda: AsyncSession(policy, ca_bundle=ca_bundle))
+    session = loop_thread().call(lambda: AsyncSession(policy, ca_bundle=ca_bundle))
+    _sessions.append(session)
+    return session
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_sessions_on_their_loop():
+    """The module's sessions are closed on the loop's thread at its end. Dropped on the test's thread
+    instead, their open connections' uvloop transports would be freed there — libuv handles
+    closed from a thread other than the loop's, while the loop runs: a crash inside
+    uvloop's run_forever (the segfault of an earlier full run, like MagicStack/uvloop#706)."""
+    yield
+    while _sessions:
+        loop_thread().submit(_sessions.pop().close()).result(30)
 
 
 def deliver(prepared, *, session, policy, **kwargs):
