@@ -68,7 +68,13 @@ ENCRYPTION_KEYS = _encryption_keys()
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
-SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# One source of truth for the links sent to customers (ping, badge, notification, invitation,
+# SSO callback URLs). Unset, it follows PORT (`make run PORT=18000` sets it for every process:
+# honcho gives each Procfile line its own PORT). Server mode warns when it is unset or names a
+# host ALLOWED_HOSTS refuses (apps/observability/health.py: the log at start-up and /readyz).
+PORT = env_int("PORT", 8000)
+SITE_URL_SET = bool(env_str("SITE_URL"))
+SITE_URL = (env_str("SITE_URL") or f"http://127.0.0.1:{PORT}").rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -232,7 +238,6 @@ MAIL_PER_CLIENT_PER_HOUR = env_int("MAIL_PER_CLIENT_PER_HOUR", 20)
 TEST_RUNS_PER_MINUTE = env_int("TEST_RUNS_PER_MINUTE", 10)
 
 # --- E-mail (password reset, invitations). Embedded mode prints mails on the console;
-# EMAIL_URL (SMTP settings in one URL) is left to the observability issue.
 EMAIL_BACKEND = env_str(
     "EMAIL_BACKEND",
     "django.core.mail.backends.console.EmailBackend" if EMBEDDED else "django.core.mail.backends.smtp.EmailBackend",
@@ -242,6 +247,9 @@ EMAIL_PORT = env_int("EMAIL_PORT", 25)
 # EMAIL_URL, when set, overrides the above: smtp://user:pass@host:587?tls=1, smtps://...,
 # console://, locmem://, file:///path (cronsvc/notify/email_url.py).
 EMAIL_URL = env_str("EMAIL_URL")
+# Server mode without any of these sends mail to an SMTP server on localhost that is rarely
+# there: password resets and alerts would fail unseen, so that is a start-up and /readyz warning.
+EMAIL_CONFIGURED = any(env_str(name) for name in ("EMAIL_URL", "EMAIL_BACKEND", "EMAIL_HOST"))
 if EMAIL_URL:
     from cronsvc.notify.email_url import parse_email_url
 
