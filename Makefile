@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
+# Every link make run's processes send (ping, badge, notification, SSO callback URLs) uses
+# this; honcho gives each Procfile line its own PORT, so it is set once here for all of them.
+SITE_URL ?= http://127.0.0.1:$(PORT)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cronsvc
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
@@ -26,9 +29,9 @@ install-dev: $(BIN)/.dev-installed
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	$(BIN)/python manage.py bootstrap_demo --url http://127.0.0.1:$(PORT)/
+	SITE_URL=$(SITE_URL) $(BIN)/python manage.py bootstrap_demo
 	rm -rf var/prometheus && mkdir -p var/prometheus
-	PORT=$(PORT) PROMETHEUS_MULTIPROC_DIR="$(CURDIR)/var/prometheus" PATH="$(CURDIR)/$(BIN):$$PATH" \
+	PORT=$(PORT) SITE_URL=$(SITE_URL) PROMETHEUS_MULTIPROC_DIR="$(CURDIR)/var/prometheus" PATH="$(CURDIR)/$(BIN):$$PATH" \
 		$(BIN)/honcho start -f Procfile.embedded
 
 ## make test: the whole suite on real PostgreSQL and Redis (started if not running).

@@ -68,7 +68,13 @@ ENCRYPTION_KEYS = _encryption_keys()
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
-SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# One source of truth for the links sent to customers (ping, badge, notification, invitation,
+# SSO callback URLs). Unset, it follows PORT (`make run PORT=18000` sets it for every process:
+# honcho gives each Procfile line its own PORT). Server mode warns when it is unset or names a
+# host ALLOWED_HOSTS refuses (apps/observability/health.py: the log at start-up and /readyz).
+PORT = env_int("PORT", 8000)
+SITE_URL_SET = bool(env_str("SITE_URL"))
+SITE_URL = (env_str("SITE_URL") or f"http://127.0.0.1:{PORT}").rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -241,7 +247,6 @@ MAIL_PER_CLIENT_PER_HOUR = env_int("MAIL_PER_CLIENT_PER_HOUR", 20)
 TEST_RUNS_PER_MINUTE = env_int("TEST_RUNS_PER_MINUTE", 10)
 
 # --- E-mail (password reset, invitations). Embedded mode prints mails on the console;
-# EMAIL_URL (SMTP settings in one URL) is left to the observability issue.
 EMAIL_BACKEND = env_str(
     "EMAIL_BACKEND",
     "django.core.mail.backends.console.EmailBackend" if EMBEDDED else "django.core.mail.backends.smtp.EmailBackend",
@@ -260,8 +265,10 @@ if EMAIL_URL:
         raise ImproperlyConfigured(str(exc)) from exc
 
 # Whether e-mail leaves this server: EMAIL_URL, EMAIL_HOST or EMAIL_BACKEND set, to a backend
-# that sends (not console:// or dummy://). Only then are a job's failures e-mailed to its
-# organization's owners when its project has no channel (docs/notifications.md).
+# that sends (not console:// or dummy://). The one rule: only then are a job's failures e-mailed
+# to its organization's owners when its project has no channel (docs/notifications.md), and in
+# server mode its absence is a start-up and /readyz warning (password resets, invitations and
+# alerts would otherwise fail unseen).
 MAIL_CONFIGURED = bool(EMAIL_URL or env_str("EMAIL_HOST") or env_str("EMAIL_BACKEND")) and not EMAIL_BACKEND.endswith(
     ("console.EmailBackend", "dummy.EmailBackend"))
 

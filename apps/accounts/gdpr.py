@@ -19,6 +19,7 @@ from django.db import models, transaction
 
 from cronsvc import secrets as registry
 
+from .hooks import resume_after_cancelled_deletion
 from .models import AuditEvent, DataExport, ErasedOrganization, Membership, Organization, User
 from .services import record_audit
 
@@ -158,16 +159,22 @@ def run_export(export, *, now):
 # --- deletion
 
 
+# The pause reason of what a deletion request stopped: cancelling the deletion resumes exactly
+# those (apps.accounts.hooks.resume_after_cancelled_deletion), never what was paused before.
+DELETION_PAUSE_REASON = "organization deletion requested"
+
+
 def _stop_schedules(organization):
-    """Disable everything that fires on its own (jobs: enabled + next_run_at), found by its
-    fields so this app need not import the jobs app."""
+    """Disable everything enabled that fires on its own (jobs: enabled + next_run_at), found
+    by its fields so this app need not import the jobs app. What is already paused keeps its
+    own reason, so a cancelled deletion leaves it paused."""
     for model, lookup in organization_tables():
         names = {f.name for f in model._meta.concrete_fields}
         if {"enabled", "next_run_at"} <= names:
             changes = {"enabled": False, "next_run_at": None}
             if "paused_reason" in names:
-                changes["paused_reason"] = "organization deletion requested"
-            model._base_manager.filter(**{lookup: organization}).update(**changes)
+                changes["paused_reason"] = DELETION_PAUSE_REASON
+            model._base_manager.filter(**{lookup: organization, "enabled": True}).update(**changes)
 
 
 def request_deletion(organization, *, user, now):
@@ -181,12 +188,15 @@ def request_deletion(organization, *, user, now):
     return organization
 
 
-def cancel_deletion(organization, *, user):
-    """The data stays; jobs stay paused until the owner resumes them."""
+def cancel_deletion(organization, *, user, now=None):
+    """The data stays; the jobs the deletion paused resume from now (runs missed meanwhile
+    are not caught up); jobs paused before it stay paused."""
     with transaction.atomic():
         organization.erase_after = None
         organization.save(update_fields=["erase_after"])
-        record_audit(organization, "organization.delete_cancelled", target=organization, actor_user=user)
+        resumed = resume_after_cancelled_deletion(organization, DELETION_PAUSE_REASON, now=now)
+        record_audit(organization, "organization.delete_cancelled", target=organization, actor_user=user,
+                     data={"resumed_jobs": resumed or 0})
     return organization
 
 

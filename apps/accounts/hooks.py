@@ -44,3 +44,19 @@ def notify_organization(organization_id, kind, subject, text, data=None):
         return False
     _notice.get()(organization_id, kind, subject, text, data)
     return True
+
+
+# --- what an organization's cancelled deletion gives back (jobs: resumed)
+
+_deletion_cancelled = Slot("deletion-cancel hook", "apps.jobs")
+
+
+def on_deletion_cancelled(hook):
+    """Register ``hook(organization, reason, *, now)``, called inside ``cancel_deletion``'s
+    transaction: it resumes what the deletion paused with ``reason`` (the jobs app's jobs),
+    and nothing a person paused before. One hook: registering another replaces it."""
+    return _deletion_cancelled.fill(hook)
+
+
+def resume_after_cancelled_deletion(organization, reason, *, now):
+    return _deletion_cancelled.get()(organization, reason, now=now)

@@ -19,6 +19,7 @@ from django.conf import settings
 from cronsvc.delivery.deadline import Cancellation
 
 from .cancelling import generation, raised
+from .logcontext import about_ids
 
 log = logging.getLogger(__name__)
 
@@ -27,16 +28,18 @@ class CancelWatch:
     def __init__(self, interval):
         self.interval = interval
         self._watched = {}
+        self._job_ids = {}  # execution id -> job id, for the log line of a cancel
         self._cond = threading.Condition()
         self._thread = None
         self._generation, self._asked = None, set()
 
-    def watch(self, execution_id):
+    def watch(self, execution_id, job_id=None):
         """A Cancellation for this run's request, watched until ``forget``."""
         cancellation = Cancellation()
         with self._cond:
             was_idle = not self._watched
             self._watched[execution_id] = cancellation
+            self._job_ids[execution_id] = job_id
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="delivery-cancel-watch", daemon=True)
                 self._thread.start()
@@ -49,6 +52,7 @@ class CancelWatch:
     def forget(self, execution_id):
         with self._cond:
             self._watched.pop(execution_id, None)
+            self._job_ids.pop(execution_id, None)
 
     def check_once(self):
         with self._cond:
@@ -64,7 +68,8 @@ class CancelWatch:
         # leaves every run to be asked again next time, so no cancel is lost.
         self._generation, self._asked = count, set(watched)
         for execution_id in found:
-            log.info("execution %s: cancelled while in flight; closing its request", execution_id)
+            with about_ids(execution_id, self._job_ids.get(execution_id)):
+                log.info("execution %s: cancelled while in flight; closing its request", execution_id)
             watched[execution_id].cancel()
 
     def _loop(self):

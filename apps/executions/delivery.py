@@ -59,7 +59,7 @@ from . import events, hooks, queries, recording, scripts
 from .cancel_watch import cancel_watch
 from .jobcache import JobCache
 from .leases import heartbeat
-from .logcontext import EXECUTION_ID
+from .logcontext import about_run, set_run
 from .models import Execution
 from .outbound import guards, http_session, outbound_policy, wall_clock
 
@@ -157,7 +157,8 @@ def record_finished(group, capacity):
             # A bug, not a delivery failure (deliver() reports network trouble as a
             # result): the run stays ``running`` until its lease ends and the sweeper
             # hands it back; the others are still recorded.
-            log.error("execution %s: sending failed", run.execution.id, exc_info=exc)
+            with about_run(run.execution):
+                log.error("execution %s: sending failed", run.execution.id, exc_info=exc)
             error = error or exc
     try:
         record_group(sent, release=[item[0] for item in group])
@@ -231,9 +232,9 @@ def _async_session(engine):
 
 
 async def _send_async(mailbox, run, session, policy, watch):
-    EXECUTION_ID.set(run.execution.id)  # this task's log lines name the run it sends
+    set_run(run.execution)  # this task's log lines name the run it sends
     try:
-        run.cancellation = watch.watch(run.execution.id)
+        run.cancellation = watch.watch(run.execution.id, run.execution.job_id)
         result = await deliver_async(run.prepared, session=session, policy=policy,
                                      max_body_bytes=settings.RESPONSE_BODY_MAX_BYTES, cancellation=run.cancellation)
     except BaseException as exc:  # noqa: BLE001 - handed to the recording thread, which logs it
@@ -249,7 +250,7 @@ async def _send_async(mailbox, run, session, policy, watch):
 
 
 def _run_script_into(mailbox, run):
-    EXECUTION_ID.set(run.execution.id)
+    set_run(run.execution)
     try:
         result = scripts.execute(run.job, run.plan)
     except BaseException as exc:  # noqa: BLE001 - handed to the recording thread, which logs it
@@ -259,10 +260,10 @@ def _run_script_into(mailbox, run):
 
 
 def _send_into(mailbox, run):
-    EXECUTION_ID.set(run.execution.id)  # this thread's log lines name the run it sends
+    set_run(run.execution)  # this thread's log lines name the run it sends
     watch = cancel_watch()
     try:
-        run.cancellation = watch.watch(run.execution.id)
+        run.cancellation = watch.watch(run.execution.id, run.execution.job_id)
         result = _send(run)
     except BaseException as exc:  # noqa: BLE001 - handed to the recording thread, which logs it
         mailbox.put((run, None, exc, None))

@@ -28,6 +28,7 @@ from cronsvc.statuses import CANCELLED
 
 from . import events, queries, scripts
 from .hooks import Outcome, run_outcome_hooks
+from .logcontext import about_run
 from .models import Attempt, Execution
 
 log = logging.getLogger(__name__)
@@ -104,8 +105,9 @@ def record_attempts(results):
         try:
             changed |= _record_group([result])
         except Exception:  # noqa: BLE001 - this run's lease ends and the sweeper takes it back
-            log.exception("execution %s: recording its attempt %d failed", result.execution.id,
-                          result.attempt.number)
+            with about_run(result.execution):
+                log.exception("execution %s: recording its attempt %d failed", result.execution.id,
+                              result.attempt.number)
     return changed
 
 
@@ -126,16 +128,20 @@ def _record_group(results):
                 raise
             log.info("recording %d attempts: %s; trying again", len(results), exc)
     for result in results:
-        if result.execution.id in changed:
-            continue
-        if stored.get(result.execution.id, 0):
-            log.warning("execution %s: superseded (its lease was taken back before attempt %d was recorded): "
-                        "the attempt is kept as history and changes nothing", result.execution.id,
-                        result.attempt.number)
-        elif result.execution.id not in stored:
-            log.info("execution %s: gone before its attempt %d was recorded", result.execution.id,
-                     result.attempt.number)
+        if result.execution.id not in changed:
+            with about_run(result.execution):
+                _say_not_recorded(result, stored)
     return changed
+
+
+def _say_not_recorded(result, stored):
+    if stored.get(result.execution.id, 0):
+        log.warning("execution %s: superseded (its lease was taken back before attempt %d was recorded): "
+                    "the attempt is kept as history and changes nothing", result.execution.id,
+                    result.attempt.number)
+    elif result.execution.id not in stored:
+        log.info("execution %s: gone before its attempt %d was recorded", result.execution.id,
+                 result.attempt.number)
 
 
 def metered(attempt):
@@ -282,7 +288,8 @@ def _finish(execution, status, attempt, next_attempt_at):
         values["finished_at"] = attempt.finished_at
     changed = held(execution).update(**values)
     if not changed and status != S.CANCELLED:
-        log.warning("execution %s: superseded before its attempt %d was recorded", execution.id, attempt.number)
+        with about_run(execution):
+            log.warning("execution %s: superseded before its attempt %d was recorded", execution.id, attempt.number)
     return changed
 
 

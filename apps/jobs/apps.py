@@ -10,6 +10,12 @@ class JobsConfig(AppConfig):
     def ready(self):
         post_migrate.connect(_ensure_job_count_triggers, sender=self)
 
+        from apps.accounts.hooks import on_deletion_cancelled
+
+        from .services import resume_paused_with
+
+        on_deletion_cancelled(resume_paused_with)  # the jobs an organization's deletion paused
+
 
 def _ensure_job_count_triggers(using, **kwargs):
     from .jobcount import ensure_triggers

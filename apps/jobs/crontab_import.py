@@ -37,8 +37,9 @@ class ImportedJobSerializer(serializers.Serializer):
 class CrontabLineErrorSerializer(serializers.Serializer):
     line = serializers.IntegerField()
     text = serializers.CharField(allow_blank=True)
-    code = serializers.CharField(help_text="not_http, unparseable_command, invalid_cron, unknown_timezone, "
-                                           "a job validation code, or plan_limit.")
+    code = serializers.CharField(help_text="not_http, unparseable_command, invalid_url (curl -G data that makes "
+                                           "no URL), conflicting_options (curl -G with --json), invalid_cron, "
+                                           "unknown_timezone, a job validation code, or plan_limit.")
     reason = serializers.CharField()
 
 

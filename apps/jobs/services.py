@@ -70,6 +70,24 @@ def resume_job(job, *, now=None, plan=None, audit=_no_audit):
     audit("job.resume", job, None)
 
 
+def resume_paused_with(organization, reason, *, now=None):
+    """Resume the organization's jobs paused with exactly ``reason`` (a cancelled deletion's:
+    apps.accounts.hooks), each from ``now``; jobs paused for any other reason stay paused. A
+    job that no longer fits the plan stays paused, saying why. Returns how many resumed."""
+    from .hooks import PlanLimit
+
+    now = now or database_now()
+    resumed = 0
+    for job in Job.objects.for_organization(organization).filter(enabled=False, paused_reason=reason):
+        try:
+            resume_job(job, now=now)
+        except PlanLimit as exc:
+            pause_job(job, reason=f"not resumed after the cancelled deletion: {exc.message}"[:200])
+        else:
+            resumed += 1
+    return resumed
+
+
 def reschedule(job, *, now):
     """Set ``next_run_at`` from the job's schedule after a create or a schedule change
     (the caller saves). A schedule with no run after ``now`` leaves the job expired."""

@@ -5,8 +5,8 @@ Django's handler it would pay for the request and response objects, the request 
 URL resolution and the middleware chain: about half of its CPU (0.5 ms of 1 ms, measured
 in-process), on the path customers' jobs hit most. The fast lane parses the path itself
 and calls ``ping_views.answer`` (the same behaviour the URLconf's view serves), keeping what
-every request gets: the request id, the latency metric, the security headers and the
-request size limits.
+every request gets: the request id, the latency metric, the access log line, the security
+headers and the request size limits.
 
 Anything out of the ordinary (a path the ping URL does not match, a request over the size
 limits, HTTPS redirection turned on) goes through ``PingHandler``: Django's handler with
@@ -29,7 +29,7 @@ from django.utils.module_loading import import_string
 
 from apps.api.middleware import limits_refusal
 from apps.observability import metrics
-from apps.observability.middleware import REQUEST_ID_HEADER, SAFE_REQUEST_ID
+from apps.observability.middleware import REQUEST_ID_HEADER, SAFE_REQUEST_ID, log_access
 
 from . import ping_views
 
@@ -141,8 +141,10 @@ class PingFastLane:
                    *result.headers.items(), (REQUEST_ID_HEADER, request_id),
                    *security_headers(environ.get("wsgi.url_scheme") == "https")]
         start_response(f"{result.status} {HTTPStatus(result.status).phrase}", headers)
-        metrics.API_LATENCY.labels(ENDPOINT, method if method in ping_views.ALLOWED else "other",
-                                   str(result.status)).observe(time.perf_counter() - started)
+        seconds, label = time.perf_counter() - started, method if method in ping_views.ALLOWED else "other"
+        metrics.API_LATENCY.labels(ENDPOINT, label, str(result.status)).observe(seconds)
+        log_access(label, environ.get("PATH_INFO", ""), result.status, seconds, request_id,
+                   environ.get("REMOTE_ADDR", ""))
         return [b"" if method == "HEAD" else result.body]
 
     def answer(self, environ, method, match):

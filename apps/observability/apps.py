@@ -40,5 +40,9 @@ class ObservabilityConfig(AppConfig):
         ))
         # Every labelled series whose label values are known starts at 0.
         metrics.declare_known_series()
+        # Server-mode settings that make links or mail fail silently, said once by every process.
+        from .health import log_configuration_warnings
+
+        log_configuration_warnings()
         # The admin index links to the operators' dashboard.
         admin.site.index_template = "observability/admin_index.html"

@@ -4,11 +4,13 @@ import logging
 import os
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection
 from django.apps import apps
 from django.db.migrations.recorder import MigrationRecorder
+from django.http.request import validate_host
 
 from apps.executions.broker_queues import amqp_inspector, broker_client
 from apps.sql import clock
@@ -109,6 +111,33 @@ def clock_warnings(web, processes):
                 warnings.append(f"clock_skew: {kind[:-1]} {row['name']}'s clock is {row['clock_skew_seconds']:+.3f}s "
                                 "off the database's")
     return warnings
+
+
+def configuration_warnings():
+    """Server-mode settings that let links or mail fail silently: "code: what to do" each.
+    Logged once by every process at start-up (ObservabilityConfig.ready) and shown by /readyz."""
+    if settings.EMBEDDED:
+        return []
+    warnings = []
+    if not settings.SITE_URL_SET:
+        warnings.append(f"site_url_unset: SITE_URL is not set, so links sent to customers (ping, badge, "
+                        f"notification, invitation and SSO callback URLs) use {settings.SITE_URL}; set it "
+                        "to the public address of the web process (docs/configuration.md)")
+    else:
+        host = urlsplit(settings.SITE_URL).hostname or ""
+        if not validate_host(host, settings.ALLOWED_HOSTS):
+            warnings.append(f"site_url_mismatch: SITE_URL's host {host!r} is not in ALLOWED_HOSTS, so the links "
+                            "sent to customers lead to a host this server refuses; make the two agree")
+    if not settings.MAIL_CONFIGURED:
+        warnings.append("email_unset: no mail leaves this server (EMAIL_URL unset, or a console or dummy "
+                        "backend), so password resets, invitations and alerts reach nobody; set EMAIL_URL "
+                        "(docs/configuration.md)")
+    return warnings
+
+
+def log_configuration_warnings():
+    for warning in configuration_warnings():
+        log.warning("configuration: %s", warning)
 
 
 def _close_broken_connection():

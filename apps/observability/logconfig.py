@@ -3,30 +3,33 @@ JSON object per line (LOG_FORMAT=json, server default) or as readable text (cons
 the default of embedded ``make run``).
 
 Correlation ids live in context variables: ``request_id`` (web, bound by
-RequestIdMiddleware in structlog's) and ``execution_id`` (worker: EXECUTION_ID, the
-executions app's own, apps/executions/logcontext.py, set for each run's request), and are
-merged into every record logged meanwhile, including plain ``logging`` calls.
+RequestIdMiddleware in structlog's) and ``execution_id`` with ``job_id`` (worker: RUN, the
+executions app's own, apps/executions/logcontext.py, set for each run's request and around
+each run's recording lines), and are merged into every record logged meanwhile, including
+plain ``logging`` calls. The web's access log is one such record per request
+(apps/observability/middleware.py, logger ``cronsvc.access``), with its request id.
 Imported by config/settings.py, so nothing here touches Django.
 """
 
 import structlog
 
-from apps.executions.logcontext import EXECUTION_ID  # the run a worker thread is delivering
+from apps.executions.logcontext import RUN  # the run a worker thread is delivering or recording
 
 FORMATS = ("json", "console")
 
 
-def add_execution_id(logger, method_name, event_dict):
-    execution_id = EXECUTION_ID.get()
-    if execution_id is not None:
-        event_dict.setdefault("execution_id", str(execution_id))
+def add_run_ids(logger, method_name, event_dict):
+    run = RUN.get()
+    if run is not None:
+        event_dict.setdefault("execution_id", str(run[0]))
+        event_dict.setdefault("job_id", str(run[1]))
     return event_dict
 
 
 def _shared_processors():
     return [
         structlog.contextvars.merge_contextvars,
-        add_execution_id,
+        add_run_ids,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),

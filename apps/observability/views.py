@@ -14,7 +14,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from . import heartbeats
 from . import metrics as process_metrics
 from .collectors import scrape_collectors
-from .health import clock_warnings, run_checks, web_clock
+from .health import clock_warnings, configuration_warnings, run_checks, web_clock
 
 
 @never_cache
@@ -28,7 +28,8 @@ def readyz(request):
     """Readiness: database and broker reachable, migrations applied. The processes'
     heartbeats are shown, not judged: a web process can serve without a live worker. Clock
     skew (this process's, and each live process's at its last beat) is a warning, not a
-    failure: the database's clock decides what is due, whatever a process's says. The
+    failure: the database's clock decides what is due, whatever a process's says; so is a
+    server-mode setting that lets links or mail fail silently (SITE_URL, EMAIL_URL). The
     details are shown only to the callers /metrics admits (``_disclosed``)."""
     checks = run_checks()
     ready = all(value == "ok" for value in checks.values())
@@ -38,6 +39,7 @@ def readyz(request):
         if checks["migrations"] == "ok":  # the heartbeats table exists
             body["processes"] = heartbeats.snapshot(reading.at)
         body["warnings"] = clock_warnings(body["clock"], body.get("processes", {}))
+    body["warnings"] += configuration_warnings()
     return JsonResponse(_disclosed(request, body), status=200 if ready else 503)
 
 

@@ -15,6 +15,7 @@ app_name = "web"
 urlpatterns = [
     # accounts
     path("signup/", auth.signup, name="signup"),
+    path("welcome/", auth.welcome, name="welcome"),
     path("login/", auth.LoginView.as_view(), name="login"),
     path("logout/", auth.LogoutView.as_view(), name="logout"),
     path("password-reset/", auth.password_reset, name="password_reset"),

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from .cron import compile_cron
 from .errors import ScheduleError
-from .http_command import CommandError, parse_http_command
+from .http_command import CommandError, parse_http_command, starts_with_user_field
 from .localtime import load_zone
 
 MAX_CRONTAB_BYTES = 64 * 1024
@@ -59,6 +59,7 @@ class _LineRefused(Exception):
 class _Environment:
     timezone: str
     timezone_error: str | None = None  # set when the last CRON_TZ/TZ line named an unknown zone
+    user_field: bool = False  # a system crontab: each command starts with the user it runs as
     variables: dict[str, str] = field(default_factory=dict)
 
 
@@ -66,7 +67,7 @@ def parse_crontab(text: str, *, default_timezone: str = "UTC") -> CrontabImport:
     """Read a crontab; raises ScheduleError(crontab_too_large) above 64 KiB or 1000 lines."""
     _check_size(text)
     result = CrontabImport()
-    env = _Environment(default_timezone)
+    env = _Environment(default_timezone, user_field=_is_system_crontab(text))
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -79,6 +80,23 @@ def parse_crontab(text: str, *, default_timezone: str = "UTC") -> CrontabImport:
             if job is not None:
                 result.jobs.append(job)
     return result
+
+
+def _is_system_crontab(text: str) -> bool:
+    """A system crontab (/etc/crontab, /etc/cron.d/*) has a user field on every job line, so
+    one line that clearly has one (root, www-data, ... or a user before curl/wget) says so for
+    all: "0 3 * * * root backup.sh" then runs 'backup.sh', not 'root'."""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or _ASSIGNMENT.match(line):
+            continue
+        try:
+            _, command = _split_schedule(line)
+        except _LineRefused:
+            continue
+        if starts_with_user_field(command):
+            return True
+    return False
 
 
 def _check_size(text: str) -> None:
@@ -101,7 +119,7 @@ def _read_line(number: int, line: str, env: _Environment) -> ImportedJob | None:
     expression, command = _split_schedule(line)
     schedule = {"type": "cron", "expression": expression, "timezone": _timezone(env)}
     try:
-        request = parse_http_command(command, env.variables)
+        request = parse_http_command(command, env.variables, user_field=env.user_field)
     except CommandError as exc:
         raise _LineRefused(exc.code, exc.reason) from None
     return ImportedJob(number, _job_name(request["url"]), schedule, request)

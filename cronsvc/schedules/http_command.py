@@ -50,7 +50,7 @@ class _Request:
             raise CommandError("unparseable_command", "no URL found in the command.")
         url, body = self.url, "&".join(self.data)
         if self.query_from_data and body:
-            url, body = f"{url}{'&' if '?' in url else '?'}{body}", ""
+            url, body = _with_query(url, body, json=self.body_format == "json"), ""
         method = self.method or ("POST" if body else "GET")
         body_format = self.body_format or (_format_from_headers(self.headers) if body else "raw")
         return {
@@ -62,10 +62,29 @@ class _Request:
         }
 
 
-def parse_http_command(command: str, variables: dict[str, str]) -> dict:
-    """The request a crontab command would send; raises CommandError."""
+def _with_query(url: str, data: str, *, json: bool) -> str:
+    """curl -G: the data appended to the URL's query as it is (curl encodes nothing but
+    --data-urlencode's values). Refused when that makes no URL curl would send."""
+    if json:
+        raise CommandError(
+            "conflicting_options",
+            "-G puts --json's JSON into the URL's query string instead of the body; drop -G to send it as the body.",
+        )
+    if any(char.isspace() or ord(char) < 32 for char in data):
+        raise CommandError(
+            "invalid_url",
+            f"with -G the data '{data}' becomes the URL's query, and a space there makes no valid URL; "
+            "use --data-urlencode for that value (or write it encoded, e.g. %20 for a space).",
+        )
+    separator = "" if url.endswith(("?", "&")) else "&" if "?" in url else "?"
+    return f"{url}{separator}{data}"
+
+
+def parse_http_command(command: str, variables: dict[str, str], *, user_field: bool = False) -> dict:
+    """The request a crontab command would send; raises CommandError. ``user_field``: the
+    command starts with the user to run it as (a system crontab: /etc/crontab, /etc/cron.d)."""
     words, tokens = _first_simple_command(_substitute(command, variables))
-    program, args = _program(words, tokens)
+    program, args = _program(words, tokens, user_field=user_field)
     request = _Request()
     (_parse_curl if program == "curl" else _parse_wget)(args, request)
     return request.as_dict()
@@ -123,10 +142,25 @@ def _is_http_program(word: str) -> bool:
     return word.rsplit("/", 1)[-1] in ("curl", "wget")
 
 
-def _program(words: list[str], tokens: list[str]) -> tuple[str, list[str]]:
+def starts_with_user_field(command: str) -> bool:
+    """Whether ``command`` reads as a system crontab's "user command": a user name, then curl
+    or wget, or a system account (root, www-data, ...) then anything."""
+    words = command.split(None, 2)
+    if len(words) < 2 or not _USER_FIELD.match(words[0]):
+        return False
+    return words[0] in SYSTEM_ACCOUNTS or _is_http_program(words[1])
+
+
+# Accounts system crontabs run commands as; a command of this name is very unlikely.
+SYSTEM_ACCOUNTS = frozenset("root daemon nobody www-data www apache nginx http postgres mysql redis backup "
+                            "deploy ubuntu debian admin app".split())
+
+
+def _program(words: list[str], tokens: list[str], *, user_field: bool = False) -> tuple[str, list[str]]:
     """("curl" | "wget", its arguments); tolerates the user field of a system crontab."""
-    if len(words) > 1 and _USER_FIELD.match(words[0]) and _is_http_program(words[1]):
-        words = words[1:]
+    user = None
+    if len(words) > 1 and _USER_FIELD.match(words[0]) and (user_field or _is_http_program(words[1])):
+        user, words = words[0], words[1:]
     if _is_http_program(words[0]):
         return words[0].rsplit("/", 1)[-1], words[1:]
     if any(_is_http_program(token) for token in tokens):
@@ -135,8 +169,9 @@ def _program(words: list[str], tokens: list[str]) -> tuple[str, list[str]]:
             "curl/wget is not the first command on the line (e.g. after 'sleep ...;' or 'cd ... &&'); "
             "import it by hand, and use the job's jitter setting instead of a sleep.",
         )
+    as_user = f" as {user}" if user else ""
     raise CommandError(
-        "not_http", f"the command runs '{words[0]}', not curl or wget; only HTTP calls can be imported."
+        "not_http", f"the command runs '{words[0]}'{as_user}, not curl or wget; only HTTP calls can be imported."
     )
 
 
@@ -180,7 +215,7 @@ def _basic_auth(request: _Request, credentials: str) -> None:
 def _data(request: _Request, value: str, *, literal: bool = False, urlencode: bool = False) -> None:
     if value.startswith("@") and not literal:
         raise CommandError(
-            "unparseable_command", f"the body is read from a file ('{value}'), which the service cannot see."
+            "unparseable_command", f"the data is read from a file ('{value}'), which the service cannot see."
         )
     if urlencode:
         name, eq, content = value.rpartition("=")

@@ -192,3 +192,15 @@ def test_jobs_refuse_out_of_range_instants(api, tenant, overrides, field):
     assert response.status_code == 400
     assert error_of(response)["code"] == "out_of_range"
     assert field in error_of(response)["fields"]
+
+
+def test_import_names_the_real_command_and_odd_curl_forms(api, tenant):
+    crontab = ("0 4 * * * root /usr/local/bin/backup.sh\n"
+               "0 5 * * * root curl -G -d 'q=a b' https://example.com/search\n"
+               "0 6 * * * root curl -G -d q=ok https://example.com/search\n")
+    response = api.post("/api/v1/jobs/import-crontab/", {"crontab": crontab, "project": str(tenant.project.pk)})
+    assert response.status_code == 200, response.json()
+    result = response.json()
+    assert [(e["line"], e["code"]) for e in result["errors"]] == [(1, "not_http"), (2, "invalid_url")]
+    assert "runs '/usr/local/bin/backup.sh' as root" in result["errors"][0]["reason"]
+    assert [j["request"]["url"] for j in result["jobs"]] == ["https://example.com/search?q=ok"]

@@ -169,7 +169,14 @@ def test_wget_commands(command, expected):
     ("line", "code", "fragment"),
     [
         ("0 3 * * * /usr/local/bin/backup.sh", "not_http", "backup.sh"),
-        ("0 3 * * * php /var/www/cron.php", "not_http", "php"),
+        ("0 3 * * * php /var/www/cron.php", "not_http", "runs 'php',"),
+        # A system crontab's user field is not the command (it said "runs 'root'").
+        ("0 3 * * * root /usr/local/bin/backup.sh", "not_http", "runs '/usr/local/bin/backup.sh' as root,"),
+        ("17 * * * * root cd / && run-parts /etc/cron.hourly", "not_http", "runs 'cd' as root,"),
+        # curl -G: the data goes into the query as written (curl encodes nothing but --data-urlencode).
+        ("0 3 * * * curl -G -d 'q=a b' https://a.example/x", "invalid_url", "--data-urlencode"),
+        ("0 3 * * * curl -G --json '{\"a\": 1}' https://a.example/x", "conflicting_options", "drop -G"),
+        ("0 3 * * * curl -G -d @query.txt https://a.example/x", "unparseable_command", "data is read from a file"),
         ("0 3 * * * curl ftp://a.example/file", "not_http", "http"),
         ("0 3 * * * sleep 10; curl https://a.example/x", "unparseable_command", "not the first command"),
         ("0 3 * * * cd /tmp && wget https://a.example/x", "unparseable_command", "not the first command"),
@@ -204,6 +211,20 @@ def test_lines_that_cannot_be_imported(line, code, fragment):
     assert isinstance(error, CrontabLineError)
     assert (error.line, error.text, error.code) == (1, line, code)
     assert fragment in error.reason
+
+
+def test_one_user_field_makes_the_whole_crontab_a_system_one():
+    """/etc/crontab and /etc/cron.d/* put a user on every line: the line with www-data then
+    curl says so, and 'deploy' on the next line is a user, not the command."""
+    text = "5 * * * * www-data curl -fsS https://a.example/x\n0 3 * * * deploy /opt/app/bin/nightly\n"
+    result = parse_crontab(text)
+    assert [j.request["url"] for j in result.jobs] == ["https://a.example/x"]
+    (error,) = result.errors
+    assert error.code == "not_http" and "runs '/opt/app/bin/nightly' as deploy," in error.reason
+
+
+def test_curl_g_appends_to_an_empty_query_without_an_extra_separator():
+    assert only_job("curl -G -d a=1 'https://a.example/x?'") == request("https://a.example/x?a=1")
 
 
 def test_unknown_cron_tz_refuses_following_jobs_until_a_valid_one():

@@ -79,6 +79,8 @@ def _customer_signs_up_and_a_job_fires(base, target):
     assert customer.get("/signup/").status_code == 200
     welcome = customer.post_form("/signup/", {"organization": "Acme", "email": "owner@acme.example",
                                               "password1": "a long pass phrase 42", "password2": "a long pass phrase 42"})
+    assert welcome.status_code == 302 and welcome.headers["Location"] == "/welcome/", welcome.text[:2000]
+    welcome = customer.get("/welcome/")
     assert welcome.status_code == 200, welcome.text[:2000]
     api_key = re.search(r"csk_[A-Za-z0-9_\-]+", welcome.text).group(0)
     api = requests.Session()

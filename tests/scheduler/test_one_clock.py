@@ -98,13 +98,13 @@ def test_readyz_warns_about_a_skewed_web_process_and_a_skewed_scheduler(process_
     assert body["clock"]["skewed"] is True and AHEAD - 1 < body["clock"]["skew_seconds"] < AHEAD + 1
     (scheduler,) = body["processes"]["schedulers"]
     assert scheduler["clock_skewed"] is True
-    assert [w.split(":")[0] for w in body["warnings"]] == ["clock_skew", "clock_skew"]
-    assert "scheduler s1" in body["warnings"][1]
+    skews = [w for w in body["warnings"] if w.startswith("clock_skew:")]  # settings' warnings aside
+    assert len(skews) == 2 and "scheduler s1" in skews[1]
 
 
 def test_readyz_has_no_warning_with_clocks_in_step(client, db, metrics_open):  # details: /metrics' callers
     body = client.get("/readyz").json()
-    assert body["warnings"] == [] and body["clock"]["skewed"] is False
+    assert not [w for w in body["warnings"] if w.startswith("clock_skew:")] and body["clock"]["skewed"] is False
 
 
 # --- a tick's other parts never stop scheduling

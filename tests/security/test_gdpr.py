@@ -14,6 +14,7 @@ from apps.accounts import gdpr
 from apps.accounts.models import AuditEvent, DataExport, ErasedOrganization, Membership, Organization, User
 from apps.executions.models import Execution
 from apps.jobs.models import Job
+from apps.jobs.services import pause_job
 
 from .world import SECRET_HEADER, SECRET_TOKEN, build_world
 
@@ -122,6 +123,24 @@ def test_deletion_can_be_cancelled(tenant, make_job):
     assert Organization.objects.filter(pk=tenant.organization.pk).exists()
     actions = set(AuditEvent.objects.filter(organization=tenant.organization).values_list("action", flat=True))
     assert {"organization.delete_requested", "organization.delete_cancelled"} <= actions
+
+
+def test_cancelling_the_deletion_resumes_the_jobs_it_paused_and_only_those(tenant, make_job):
+    running = make_job(tenant, name="running", cron_expression="0 3 * * *")
+    held = make_job(tenant, name="held by its owner", cron_expression="0 4 * * *")
+    pause_job(held, reason="waiting for the new endpoint")
+    client = owner_client(tenant)
+    client.post("/api/v1/organization/deletion/")
+    running.refresh_from_db()
+    assert not running.enabled and running.next_run_at is None
+
+    assert client.delete("/api/v1/organization/deletion/").status_code == 200
+    running.refresh_from_db()
+    held.refresh_from_db()
+    assert running.enabled and running.paused_reason == "" and running.next_run_at > timezone.now()
+    assert not held.enabled and held.paused_reason == "waiting for the new endpoint"
+    cancelled = AuditEvent.objects.get(organization=tenant.organization, action="organization.delete_cancelled")
+    assert cancelled.data == {"resumed_jobs": 1}
 
 
 def test_a_user_in_another_organization_is_kept(make_tenant):

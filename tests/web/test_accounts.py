@@ -26,6 +26,8 @@ def signup(client, **overrides):
 def test_signup_creates_user_free_organization_default_project_and_shows_the_key_once(plans):
     client = Client()
     response = signup(client)
+    assert response.status_code == 302 and response["Location"] == "/welcome/"  # Post/Redirect/Get
+    response = client.get("/welcome/")
     assert response.status_code == 200
     user = User.objects.get(email="founder@example.com")
     membership = Membership.objects.get(user=user)
@@ -36,6 +38,9 @@ def test_signup_creates_user_free_organization_default_project_and_shows_the_key
     body = response.content.decode()
     assert "csk_live_" in body and "shown <strong>once</strong>" in body
     assert client.get("/").status_code == 200  # logged in
+    reloaded = client.get("/welcome/").content.decode()  # a reload re-posts nothing and shows no key
+    assert "csk_live_" not in reloaded and "was shown once" in reloaded
+    assert Organization.objects.filter(name="Acme Rockets").count() == 1
 
 
 def test_signup_refuses_a_taken_email_and_weak_or_mismatched_passwords(plans, tenant):

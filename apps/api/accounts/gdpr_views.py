@@ -72,7 +72,8 @@ class DataExportViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveMode
 
 class OrganizationDeletionView(ApiViewMixin, APIView):
     """POST: delete the organization (jobs stop now, data erased after the grace period);
-    DELETE: cancel a pending deletion; GET: when the data will be erased."""
+    DELETE: cancel a pending deletion (the jobs it paused resume; those paused before stay
+    paused); GET: when the data will be erased."""
 
     serializer_class = DeletionSerializer
     required_roles = {}

@@ -7,14 +7,18 @@ from django.http import HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.debug import sensitive_post_parameters
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.accounts import otp_views, signin_scope, sso
 from apps.api import ratelimit
 from apps.api.audit import client_ip
 from apps.accounts.services import record_audit
+from apps.accounts.models import Organization
+from apps.billing.models import Plan
 from apps.billing.plans import DEFAULT_PLAN_CODE
+from apps.projects.models import Project
 from apps.projects.provisioning import provision_tenant
+from cronsvc.schedules.describe import format_duration
 
 from apps.api.access import SESSION_KEY
 from ..forms import RateLimitedAuthenticationForm, ResetForm, SignupForm, rate_limited_response
@@ -36,9 +40,38 @@ def signup(request):
                          actor_user=tenant.owner, ip=request.META.get("REMOTE_ADDR") or None)
         signin_scope.sign_in(request, tenant.owner, by_password=True)
         request.session[SESSION_KEY] = str(tenant.organization.pk)
-        # Rendered, not redirected: the first API key is shown this once and never again.
-        return render(request, "web/auth/welcome.html", {"tenant": tenant})
-    return render(request, "web/auth/signup.html", {"form": form}, status=400 if form.errors else 200)
+        # Post/Redirect/Get: a reload of the welcome page re-posts nothing. The first API key
+        # rides in the session (server-side) to that one GET, which takes it out: shown once.
+        request.session[WELCOME_KEY] = tenant.full_api_key
+        return redirect("web:welcome")
+    return render(request, "web/auth/signup.html", {"form": form, **first_run_promise()},
+                  status=400 if form.errors else 200)
+
+
+WELCOME_KEY = "signup_first_api_key"
+
+
+@require_GET
+def welcome(request):
+    """After sign-up: the organization, its plan and project, and the first API key, once."""
+    if not request.user.is_authenticated:
+        return redirect("web:login")
+    organization = Organization.objects.filter(
+        pk=request.session.get(SESSION_KEY), memberships__user=request.user).select_related("plan").first()
+    if organization is None:
+        return redirect("web:dashboard")
+    context = {"organization": organization, "api_key": request.session.pop(WELCOME_KEY, None),
+               "project": Project.objects.for_organization(organization).order_by("created_at").first(),
+               **first_run_promise(organization.plan)}
+    return render(request, "web/auth/welcome.html", context)
+
+
+def first_run_promise(plan=None):
+    """What sign-up promises of a first job, from the plan itself, so the two cannot disagree:
+    "Run now" starts a run at once on every plan, and a schedule runs at most once every
+    ``min_interval`` (the new-job form's suggested schedule, hourly, fits the free plan)."""
+    plan = plan or Plan.objects.filter(code=DEFAULT_PLAN_CODE).first()
+    return {"plan": plan, "min_interval": format_duration(plan.min_interval_seconds) if plan else ""}
 
 
 class LoginView(auth_views.LoginView):

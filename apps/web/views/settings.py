@@ -445,7 +445,8 @@ def organization_delete(request):
     organization = request.actor.organization
     if request.POST.get("action") == "cancel":
         gdpr.cancel_deletion(organization, user=request.user)
-        messages.success(request, "Deletion cancelled. Your jobs stay paused until you resume them.")
+        messages.success(request, "Deletion cancelled. The jobs it paused run again; jobs you had paused "
+                                  "before stay paused.")
     elif request.POST.get("confirm", "").strip() == organization.name:
         gdpr.request_deletion(organization, user=request.user, now=timezone.now())
         messages.success(request, f"Every job is stopped; the data will be erased after "

@@ -22,9 +22,10 @@ class Command(BaseCommand):
     help = "Create the demo operator and tenant if missing; print the URL and credentials."
 
     def add_arguments(self, parser):
-        parser.add_argument("--url", default="http://127.0.0.1:8000/")
+        parser.add_argument("--url", default=None, help="The address to print (default: SITE_URL).")
 
     def handle(self, *args, url, **options):
+        url = url or settings.SITE_URL
         path = settings.VAR_DIR / "demo.json"
         credentials = json.loads(path.read_text()) if path.exists() else {}
         if not credentials or not User.objects.filter(email=OPERATOR_EMAIL).exists():
