@@ -51,7 +51,9 @@ def test_make_run_hands_one_site_url_to_every_process():
     planned = subprocess.run(["make", "-n", "run", "PORT=18000"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout
     demo = next(line for line in planned.splitlines() if "bootstrap_demo" in line)
-    honcho = planned[planned.index("honcho start") - 400:planned.index("honcho start")]
+    lines = planned.splitlines()
+    at = next(i for i, line in enumerate(lines) if "honcho start" in line)
+    honcho = "\n".join(lines[at - 1:at + 1])  # the command and the environment line it continues
     assert "SITE_URL=http://127.0.0.1:18000 " in demo and "--url" not in demo
     assert "SITE_URL=http://127.0.0.1:18000 " in honcho and "8000 " not in honcho.replace("18000 ", "")
 
