@@ -112,12 +112,22 @@
 
   document.addEventListener("DOMContentLoaded", function () { init(document); });
   document.addEventListener("htmx:afterSettle", function (event) { init(event.target); });
-  // The history list refreshes itself, but not while someone reads an opened run or uses the
-  // filters (an htmx trigger filter would need eval, which the Content-Security-Policy forbids).
+  // Lists that refresh themselves (hx-trigger="every …") skip a refresh while the tab is hidden,
+  // while the focus is in what their data-refresh-paused-by selector names (the search box and
+  // filters: what is typed is never swapped away) or while a run's details are open there. A
+  // trigger filter would need eval, which the Content-Security-Policy forbids.
+  function refreshPaused(elt) {
+    var selector = elt.getAttribute("data-refresh-paused-by");
+    if (document.hidden) return true;
+    if (!selector) return false;
+    var active = document.activeElement;
+    return Array.prototype.some.call(document.querySelectorAll(selector), function (el) {
+      return el.tagName === "DETAILS" || (active && el.contains(active));
+    });
+  }
+
   document.addEventListener("htmx:confirm", function (event) {
-    if (event.detail.elt.id === "history-list" &&
-        document.querySelector("#history-list details[open], #history-status:focus")) {
-      event.preventDefault();
-    }
+    var elt = event.detail.elt;
+    if (elt.hasAttribute("data-refresh") && refreshPaused(elt)) event.preventDefault();
   });
 })();

@@ -72,7 +72,7 @@ def save_screenshots(page, web, name, job_url=None):
         print(f"could not save screenshots: {exc}")
 
 
-def test_sign_up_to_first_fired_job(tmp_path, static_root, browser, target):
+def test_sign_up_to_first_fired_job(tmp_path, static_root, browser, console, target):
     ensure_seeded_plans()
     queue = private_free_queue()
     web = start_web(tmp_path, static_root)
@@ -177,6 +177,7 @@ def test_sign_up_to_first_fired_job(tmp_path, static_root, browser, target):
         other = stranger.new_page()
         try:
             sign_up(other, web, "Someone Else", f"eve-{uuid.uuid4().hex[:8]}@example.com")
+            console.expect_status(404)
             response = other.goto(job_url)
             assert response.status == 404
             other.get_by_role("heading", name="Not found").wait_for()

@@ -9,6 +9,8 @@ from django import template
 from django.templatetags.tz import do_timezone
 from django.utils import timezone
 
+from apps.jobs import forms as job_forms
+
 register = template.Library()
 
 
@@ -110,8 +112,13 @@ def status_class(status):
     return {
         "succeeded": "ok", "healthy": "ok", "failed": "bad", "timed_out": "bad", "dead": "bad", "failing": "bad",
         "queued": "pending", "running": "pending", "skipped": "muted", "paused": "muted", "disabled": "warn",
-        "expired": "muted",
+        "expired": "muted", "new": "pending",
     }.get(str(status), "muted")
+
+
+@register.filter
+def job_field_label(name):
+    return job_forms.label_of(name)
 
 
 @register.filter

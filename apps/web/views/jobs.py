@@ -55,6 +55,7 @@ from .. import health, stats
 from ..script_runs import script_run
 from apps.api import ratelimit
 from apps.api.access import Role, member_view, require_role
+from apps.api.middleware import takes_long_fields
 from apps.api.pages import TIMEZONES, serializer_context
 
 DASHBOARD_PAGE_SIZE = 100
@@ -120,8 +121,13 @@ def dashboard(request):
 # --- the job form
 
 
-def _validate(serializer):
-    """{form field: [messages]}: the serializer's refusals, as the API would give them."""
+def _validate(serializer, request=None):
+    """{form field: [messages]}: the serializer's refusals, as the API would give them, and
+    the fields too long to be read whole (RequestLimitsMiddleware cut them)."""
+    cut = getattr(request, "cut_fields", {})
+    if cut:
+        return {field: [f"Far too long: over {longest} characters arrived (and were cut). "
+                        "Shorten it; nothing was saved."] for field, longest in cut.items()}
     try:
         if serializer.is_valid():
             return {}
@@ -159,12 +165,13 @@ def _form_context(request, values, errors, job=None):
     }
 
 
+@takes_long_fields
 @member_view(role=Role.DEVELOPER)
 def job_create(request):
     if request.method == "POST":
         data = job_forms.job_data(request.POST, regions=settings.REGIONS)
         serializer = JobSerializer(data=data, context=serializer_context(request))
-        errors = _validate(serializer)
+        errors = _validate(serializer, request)
         if not errors:
             try:
                 job = create_job(serializer, audit=partial(audit, request))
@@ -180,6 +187,7 @@ def job_create(request):
     return render(request, "web/jobs/form.html", _form_context(request, values, {}))
 
 
+@takes_long_fields
 @member_view
 def job_edit(request, pk):
     job = get_job(request, pk)
@@ -187,7 +195,7 @@ def job_edit(request, pk):
     if request.method == "POST":
         data = job_forms.job_data(request.POST, stored_auth=job.auth, regions=settings.REGIONS)
         serializer = JobSerializer(job, data=data, context=serializer_context(request))
-        errors = _validate(serializer)
+        errors = _validate(serializer, request)
         if not errors:
             job = update_job(serializer, audit=partial(audit, request), fields=data)
             messages.success(request, f"Job “{job.name}” saved.")
@@ -280,6 +288,7 @@ def _offset(delta):
     return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
+@takes_long_fields
 @member_view(role=Role.DEVELOPER)
 @require_POST
 def test_run(request, pk=None):
@@ -296,7 +305,7 @@ def test_run(request, pk=None):
         context["errors"] = {"kind": [SCRIPT_TEST_RUN]}
         return render(request, "web/jobs/_test_run.html", context)
     serializer = JobSerializer(job, data=data, context=serializer_context(request))
-    context["errors"] = _validate(serializer)
+    context["errors"] = _validate(serializer, request)
     if context["errors"]:
         return render(request, "web/jobs/_test_run.html", context)
     candidate = copy.copy(job) if job else Job()
