@@ -83,3 +83,42 @@ def test_a_form_too_large_to_read_and_the_api_keep_the_413(tenant, owner, api):
     assert response.status_code == 413
     response = api.post("/api/v1/jobs/", {"name": "x", "body": "x" * (2 * 1024 * 1024)}, format="json")
     assert response.status_code == 413 and response.json()["error"]["code"] == "request_too_large"
+
+
+def _run_with_attempt(tenant, job):
+    from apps.executions.models import Attempt, Execution
+
+    now = timezone.now()
+    execution = Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=now,
+                                         status="failed", attempt=1, started_at=now, finished_at=now)
+    Attempt.objects.create(
+        execution=execution, number=1, started_at=now, finished_at=now, duration_ms=12, request_method="POST",
+        request_url="https://example.com/hook?team=a b",
+        request_headers={"Authorization": "Bearer s3cr3t-token", "X-Team": "data's"},
+        request_body='{"job": "it\'s"}', response_status=503, outcome="failed")
+    return execution
+
+
+def test_a_runs_page_offers_run_again_and_the_request_as_curl_without_secrets(tenant, owner, web_client, make_job):
+    import shlex
+
+    job = make_job(tenant, name="curl job")
+    execution = _run_with_attempt(tenant, job)
+    page = html(owner.get(f"/executions/{execution.pk}/"))
+    assert "Run again" in page and f'action="/jobs/{job.pk}/trigger/"' in page
+    assert 'data-copy="curl-command"' in page and "s3cr3t" not in page
+    from apps.web.views.jobs import curl_command  # the command the page shows, unescaped
+
+    command = curl_command("POST", "https://example.com/hook?team=a b",
+                           {"Authorization": "Bearer s3cr3t-token", "X-Team": "data's"}, '{"job": "it\'s"}')
+    words = shlex.split(command.replace("\\\n", " "))
+    assert words[:4] == ["curl", "-X", "POST", "https://example.com/hook?team=a b"]
+    assert ["-H", "Authorization: ••••"] == words[4:6] and ["-H", "X-Team: data's"] == words[6:8]
+    assert words[8:] == ["--data-raw", '{"job": "it\'s"}'] and "s3cr3t" not in command
+
+    response = owner.post(f"/jobs/{job.pk}/trigger/")  # "Run again" posts the job's own trigger
+    assert response.status_code == 302 and job.executions.count() == 2
+    viewer = web_client(tenant, role="viewer")
+    page = html(viewer.get(f"/executions/{execution.pk}/"))
+    assert "Run again" not in page and 'data-copy="curl-command"' in page
+    assert viewer.post(f"/jobs/{job.pk}/trigger/").status_code == 403

@@ -117,6 +117,13 @@ def status_class(status):
 
 
 @register.filter
+def has_any(errors, names):
+    """Whether ``errors`` has one for any of the comma-separated field ``names`` (a folded
+    section of a form opens when one of its fields has an error)."""
+    return any(name in (errors or {}) for name in names.split(","))
+
+
+@register.filter
 def job_field_label(name):
     return job_forms.label_of(name)
 

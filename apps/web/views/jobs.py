@@ -40,6 +40,7 @@ from apps.jobs.services import create_job, delete_job, pause_job, resume_job, up
 from apps.jobs.validation import PlanLimit
 from apps.billing.models import Plan
 from cronsvc.delivery.client import deliver
+from cronsvc.delivery.curl import curl_command
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.masking import masked
 from cronsvc.delivery.outcome import classify
@@ -435,8 +436,10 @@ def execution_detail(request, pk):
     data = ExecutionDetailSerializer(execution).data  # the API's view: secrets masked
     for attempt in data["attempts"]:
         attempt["script"] = script_run(attempt, execution.job)
+    sent = [attempt["request"] for attempt in data["attempts"] if attempt.get("request", {}).get("url")]
     context = {"execution": execution, "data": data, "job": execution.job,
-               "can_edit": request.actor.has_role(Role.DEVELOPER)}
+               "can_edit": request.actor.has_role(Role.DEVELOPER),
+               "curl": curl_command(**sent[-1]) if sent else None}
     template = "web/executions/_detail.html" if is_htmx(request) else "web/executions/detail.html"
     return render(request, template, context)
 
