@@ -3,7 +3,8 @@ error (the ``browser`` fixture fails the test on one: a Content-Security-Policy 
 included)."""
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.utils import timezone
@@ -86,3 +87,78 @@ def test_history_search_keeps_what_is_typed_and_the_refresh_waits(signed_in, mak
     page.clock.run_for(12_000)
     page.wait_for_timeout(300)
     assert polls == [], "no refresh while the tab is hidden"
+
+
+CHART_FACTS = """() => [...document.querySelectorAll('canvas[data-chart]')].map(canvas => {
+  const chart = canvas._chart, x = chart.scales.x;
+  chart.ctx.save();
+  chart.ctx.font = Chart.helpers.toFont(x.options.ticks.font).string;
+  const ticks = x.ticks.map((tick, i) => {
+    const lines = [].concat(tick.label);
+    const width = Math.max(...lines.map(line => chart.ctx.measureText(line).width));
+    const iso = JSON.parse(document.getElementById(canvas.dataset.chart).textContent).labels[tick.value];
+    return {label: lines.join(' '), iso, left: x.getPixelForTick(i) - width / 2, right: x.getPixelForTick(i) + width / 2};
+  });
+  chart.ctx.restore();
+  const values = chart.data.datasets[0].data;
+  const points = chart.getDatasetMeta(0).data.filter((p, i) => values[i] != null)
+    .map(p => ({x: p.x, y: p.y, radius: p.options.radius}));
+  return {kind: canvas.dataset.kind, title: x.options.title.text, ticks, points,
+          area: {top: chart.chartArea.top, bottom: chart.chartArea.bottom}, height: chart.height};
+})"""
+
+
+def _one_run(job, hours_ago=3):
+    at = timezone.now() - timedelta(hours=hours_ago)
+    Execution.objects.create(job=job, organization=job.organization, scheduled_for=at, status="succeeded",
+                             started_at=at, finished_at=at + timedelta(milliseconds=240), duration_ms=240)
+
+
+def _clock(iso, twelve_hours):
+    """The time of ``iso`` in Tokyo as a tick reads it (spaces as plain ones, no leading 0)."""
+    local = datetime.fromisoformat(iso).astimezone(ZoneInfo("Asia/Tokyo"))
+    if twelve_hours:
+        return f"{local.hour % 12 or 12}:{local.minute:02d} {'AM' if local.hour < 12 else 'PM'}"
+    return f"{local.hour}:{local.minute:02d}"
+
+
+@pytest.mark.parametrize("locale, twelve_hours", [("en-US", True), ("en-GB", False)])
+def test_charts_in_the_jobs_timezone_and_the_viewers_clock_with_one_run_visible(
+        tmp_path, static_root, browser, make_tenant, make_job, locale, twelve_hours):
+    tenant = make_tenant(plan="pro", email=f"charts-{uuid.uuid4().hex[:6]}@example.com")
+    tenant.owner.set_password(PASSWORD)
+    tenant.owner.save()
+    job = make_job(tenant, timezone="Asia/Tokyo", name="once", last_run_at=timezone.now())
+    _one_run(job)
+    web = start_web(tmp_path, static_root)
+    context = browser.new_context(viewport={"width": 390, "height": 900}, locale=locale, timezone_id="America/New_York")
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    try:
+        page.goto(web.url("/login/"))
+        page.get_by_label("E-mail address").fill(tenant.owner.email)
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.get_by_role("heading", name="Jobs", exact=True).wait_for()
+        for width in (390, 1280):  # a phone and a desktop: labels never overlap
+            page.set_viewport_size({"width": width, "height": 900})
+            page.goto(web.url(f"/jobs/{job.pk}/"))
+            page.wait_for_function("() => [...document.querySelectorAll('canvas[data-chart]')].every(c => c._chart)")
+            for chart in page.evaluate(CHART_FACTS):
+                assert chart["title"] == "Time (Asia/Tokyo)"
+                ticks = chart["ticks"]
+                assert len(ticks) >= 3, chart
+                for before, after in zip(ticks, ticks[1:]):
+                    assert before["right"] <= after["left"], f"{before['label']!r} overlaps {after['label']!r} at {width}px"
+                labels = " ".join(tick["label"] for tick in ticks)
+                assert ("AM" in labels or "PM" in labels) == twelve_hours, labels
+                [point] = chart["points"] if chart["kind"] == "success" else chart["points"][:1]
+                assert point["radius"] >= 3 and chart["area"]["top"] - point["radius"] <= point["y"] <= chart["area"]["bottom"], chart
+                assert point["y"] - point["radius"] >= 0, "the single run's dot is not cut at the top"
+                # Each tick reads its time in Tokyo, not in the viewer's New York.
+                for tick in ticks:
+                    assert tick["label"].replace("\u202f", " ").lstrip("0").startswith(
+                        _clock(tick["iso"], twelve_hours)), tick
+    finally:
+        context.close()
+        web.stop()

@@ -112,7 +112,7 @@ def status_class(status):
     return {
         "succeeded": "ok", "healthy": "ok", "failed": "bad", "timed_out": "bad", "dead": "bad", "failing": "bad",
         "queued": "pending", "running": "pending", "skipped": "muted", "paused": "muted", "disabled": "warn",
-        "expired": "muted", "new": "pending",
+        "expired": "muted", "new": "pending", "up": "ok", "late": "warn", "down": "bad",
     }.get(str(status), "muted")
 
 

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
+from django.db.models import Count
 from django.templatetags.tz import do_timezone
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -60,6 +61,7 @@ from apps.api.middleware import takes_long_fields
 from apps.api.pages import TIMEZONES, serializer_context
 
 DASHBOARD_PAGE_SIZE = 100
+DASHBOARD_MONITORS = 50
 HISTORY_PAGE_SIZE = 20
 TEST_RUN_MAX_TIMEOUT = 30.0
 SCRIPT_TEST_RUN = ("A test run sends the HTTP request; a script runs only on a worker's sandbox. "
@@ -112,11 +114,30 @@ def dashboard(request):
     context = {
         "groups": groups, "page": page, "projects": projects, "tags": all_tags, "params": params,
         "statuses": health.STATUSES, "now": now, "total": scoped_jobs(actor).count(),
+        **_overview(actor),
         "can_edit": actor.has_role(Role.DEVELOPER),
         "query": request.GET.urlencode(),
     }
     template = "web/dashboard/_jobs.html" if is_htmx(request) else "web/dashboard/index.html"
     return render(request, template, context)
+
+
+def _overview(actor):
+    """One status overview of the jobs (by health) and the heartbeat monitors (by state,
+    listed beside the jobs): what is wrong shows first."""
+    from apps.monitors.web_views import scoped_monitors
+
+    jobs = scoped_jobs(actor).aggregate(**{s: Count("pk", filter=health.health_filter(s)) for s in health.STATUSES})
+    monitors = scoped_monitors(actor)
+    by_state = dict(monitors.values_list("state").annotate(n=Count("pk")).order_by())
+    order = ["down", "late", "new", "up", "paused"]
+    return {
+        "job_counts": [(s, jobs[s]) for s in ("failing", "disabled", "new", "healthy", "paused", "expired") if jobs[s]],
+        "monitor_counts": [(s, by_state[s]) for s in order if by_state.get(s)],
+        "monitors": sorted(monitors.order_by("name", "id")[:DASHBOARD_MONITORS],
+                           key=lambda m: order.index(m.state) if m.state in order else len(order)),
+        "monitor_total": sum(by_state.values()),
+    }
 
 
 # --- the job form
