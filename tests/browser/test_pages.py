@@ -30,7 +30,6 @@ def signed_in(tmp_path, static_root, browser, make_tenant):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
-    page.clock.install()  # timers (the lists' refresh, htmx delays) move only when the test says
     page.goto(web.url("/login/"))
     page.get_by_label("E-mail address").fill(tenant.owner.email)
     page.get_by_label("Password").fill(PASSWORD)
@@ -58,6 +57,7 @@ def test_history_search_keeps_what_is_typed_and_the_refresh_waits(signed_in, mak
     page, web, tenant = signed_in
     job = make_job(tenant)
     _runs(job, ["the request timed out", "connection refused"])
+    page.clock.install()  # timers (the list's refresh, htmx delays) move only when the test says
     polls = []
     page.on("request", lambda request: request.headers.get("hx-trigger") == "history-list" and polls.append(request))
     page.goto(web.url(f"/jobs/{job.pk}/"))
@@ -162,3 +162,70 @@ def test_charts_in_the_jobs_timezone_and_the_viewers_clock_with_one_run_visible(
     finally:
         context.close()
         web.stop()
+
+
+def test_monitor_pages_copy_presets_and_preview_and_the_dashboard_shows_them(signed_in):
+    page, web, tenant = signed_in
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=web.base_url)
+    page.goto(web.url("/monitors/new/"))
+    page.get_by_label("Name").fill("Nightly backup")
+    page.get_by_label("Cron expression").fill("0 3 * * *")
+    page.get_by_label("Timezone").fill("asia/tokyo")
+    page.get_by_role("group", name="Grace presets").get_by_role("button", name="15 minutes").click()
+    assert page.get_by_label("Grace period (seconds)").input_value() == "900"
+    preview = page.locator("#monitor-preview")
+    preview.get_by_text("down if silent by").first.wait_for()
+    assert preview.locator("li").count() == 5 and "03:15" in preview.inner_text()
+    page.get_by_role("button", name="Create the monitor").click()
+    page.get_by_role("heading", name="Nightly backup").wait_for()
+    assert page.locator("h1 .badge").text_content() == "New (no ping yet)"
+    ping_url = page.locator("#ping-url").inner_text()
+    page.get_by_role("button", name="Copy the ping URL").click()
+    page.get_by_role("button", name="Copied").wait_for()
+    assert page.evaluate("() => navigator.clipboard.readText()") == ping_url
+
+    page.goto(web.url("/"))
+    page.locator("#monitors").get_by_role("link", name="Nightly backup").wait_for()
+    assert "1 new" in page.locator(".overview").inner_text()
+
+
+def test_the_run_page_copies_its_request_as_curl_and_runs_again(signed_in, make_job):
+    page, web, tenant = signed_in
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=web.base_url)
+    from apps.executions.models import Attempt
+
+    job = make_job(tenant, name="curl me", last_run_at=timezone.now())
+    now = timezone.now()
+    execution = Execution.objects.create(job=job, organization=job.organization, scheduled_for=now, status="failed",
+                                         attempt=1, started_at=now, finished_at=now)
+    Attempt.objects.create(execution=execution, number=1, started_at=now, finished_at=now, duration_ms=9,
+                           request_method="POST", request_url="https://example.com/hook",
+                           request_headers={"Authorization": "Bearer s3cr3t"}, request_body="{}",
+                           response_status=503, outcome="failed")
+    page.goto(web.url(f"/executions/{execution.pk}/"))
+    page.get_by_role("button", name="Copy as curl").click()
+    page.get_by_role("button", name="Copied").wait_for()
+    copied = page.evaluate("() => navigator.clipboard.readText()")
+    assert copied.startswith("curl -X POST https://example.com/hook") and "s3cr3t" not in copied
+    assert "Authorization: ••••" in copied
+    page.get_by_role("button", name="Run again").click()
+    page.get_by_text("Run started").wait_for()
+    assert job.executions.count() == 2
+
+
+def test_the_job_form_opens_short_and_a_huge_body_gets_its_field_error(signed_in, console):
+    page, web, tenant = signed_in
+    page.goto(web.url("/jobs/new/"))
+    for section in ("#workflow-section", "#retry-section", "#misfire-section", "#window-section", "#request-options"):
+        assert page.locator(section).get_attribute("open") is None, section
+    assert not page.get_by_label("Attempts").is_visible()
+    page.locator("#id_name").fill("Huge body")
+    page.locator("#id_url").fill("https://example.com/hook")
+    page.get_by_text("Headers, body, authentication and timeout").click()
+    page.locator("#id_body").evaluate("(el) => { el.value = 'x'.repeat(2 * 1024 * 1024); }")
+    console.expect_status(400)  # a refused form answers 400: the answer the test wants
+    page.get_by_role("button", name="Create job").click()
+    page.locator("#id_body-error").wait_for()
+    assert "Far too long" in page.locator("#id_body-error").inner_text()
+    assert page.locator("#request-options").get_attribute("open") is not None  # opened on its error
+    assert page.locator("#id_name").input_value() == "Huge body"
