@@ -16,6 +16,7 @@ from apps.api.audit import audit
 from apps.billing.limits import PlanLimit
 from apps.api.access import Role, member_view, require_role
 from apps.api.pages import TIMEZONES, serializer_context
+from apps.jobs.clock_changes import mark_clock_changes
 from apps.jobs.schedule_serializers import SchedulePreviewSerializer
 from apps.jobs.forms import form_errors as schedule_errors
 from cronsvc.ids import uuid_or_none
@@ -77,8 +78,6 @@ def _presets(seconds):
 def monitor_preview(request):
     """When the next pings of the schedule being typed are expected, and when silence turns
     the monitor down (htmx), in the monitor's timezone: the API's schedule rules."""
-    from apps.web.views.jobs import mark_clock_changes
-
     schedule = dict(forms.monitor_data(request.POST)["schedule"])
     project = request.actor.projects().filter(pk=uuid_or_none(request.POST.get("project"))).first()
     schedule.setdefault("timezone", project.timezone if project else "UTC")

@@ -226,7 +226,8 @@ def test_screenshots_of_seeded_pages(tmp_path, static_root, browser, console, ma
         console.expect_status(404)
         page.set_viewport_size({"width": 390, "height": 844})
         for path in ("/", f"/jobs/{failing.pk}/", f"/jobs/{failing.pk}/edit/", "/jobs/new/", "/dead-letter/",
-                     "/import/", "/settings/", "/settings/members/", "/settings/api-keys/", "/settings/plan/",
+                     "/import/", "/monitors/", "/monitors/new/", "/settings/", "/settings/members/",
+                     "/settings/api-keys/", "/settings/plan/",
                      f"/settings/projects/{failing.project_id}/signing-secrets/", "/no/such/page/"):
             page.goto(web.url(path))
             overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")

@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 from django.utils import timezone
 
 from apps.jobs.models import Job
+from cronsvc.delivery.curl import curl_command
 from tests.web.conftest import job_form
 
 
@@ -107,8 +108,6 @@ def test_a_runs_page_offers_run_again_and_the_request_as_curl_without_secrets(te
     page = html(owner.get(f"/executions/{execution.pk}/"))
     assert "Run again" in page and f'action="/jobs/{job.pk}/trigger/"' in page
     assert 'data-copy="curl-command"' in page and "s3cr3t" not in page
-    from apps.web.views.jobs import curl_command  # the command the page shows, unescaped
-
     command = curl_command("POST", "https://example.com/hook?team=a b",
                            {"Authorization": "Bearer s3cr3t-token", "X-Team": "data's"}, '{"job": "it\'s"}')
     words = shlex.split(command.replace("\\\n", " "))

@@ -33,6 +33,7 @@ from apps.executions.triggers import trigger_now
 from apps.jobs import forms as job_forms
 from apps.jobs.api import JobFilter, runs_payload, validate_preview
 from apps.jobs.windowing import job_next_runs
+from apps.jobs.clock_changes import mark_clock_changes
 from apps.jobs.models import Job, JobDependency
 from apps.jobs.scheduling import job_schedule
 from apps.jobs.schedule_serializers import NO_SCHEDULE_DESCRIPTION, SchedulePreviewSerializer
@@ -275,24 +276,6 @@ def schedule_preview(request):
     return render(request, "web/jobs/_preview.html", context)
 
 
-def mark_clock_changes(runs, zone_name, now):
-    """Each run in its timezone; ``change`` says when the UTC offset differs from the one
-    before it (a daylight-saving change between the two)."""
-    zone = ZoneInfo(zone_name)
-    previous = now.astimezone(zone).utcoffset()
-    marked = []
-    for run in runs:
-        local = run.astimezone(zone)
-        offset = local.utcoffset()
-        change = None
-        if offset != previous:
-            change = f"Clock change: UTC{_offset(previous)} → UTC{_offset(offset)}"
-        # |timezone's datetime: templates show it in its own zone, not converted back to UTC.
-        marked.append({"at": run, "local": do_timezone(run, zone), "tzname": local.tzname(), "change": change})
-        previous = offset
-    return marked
-
-
 def mark_window_places(placed, zone_name, now):
     """mark_clock_changes for occurrences placed by execution windows: a skipped one
     shown at its time and marked, a deferred one at its real time with its occurrence."""
@@ -302,12 +285,6 @@ def mark_window_places(placed, zone_name, now):
         run["skipped"] = p.at is None
         run["deferred_from"] = do_timezone(p.occurrence, zone) if p.at not in (None, p.occurrence) else None
     return marked
-
-
-def _offset(delta):
-    minutes = int(delta.total_seconds() // 60)
-    sign = "+" if minutes >= 0 else "−"
-    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 @takes_long_fields
