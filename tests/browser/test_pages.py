@@ -189,7 +189,7 @@ def test_monitor_pages_copy_presets_and_preview_and_the_dashboard_shows_them(sig
 
     page.goto(web.url("/"))
     page.locator("#monitors").get_by_role("link", name="Nightly backup").wait_for()
-    assert "1 new" in page.locator(".overview").inner_text()
+    assert "1 new" in page.locator(".overview").text_content()
 
 
 def test_the_run_page_copies_its_request_as_curl_and_runs_again(signed_in, make_job):
