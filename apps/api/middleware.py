@@ -5,12 +5,18 @@ import base64
 import secrets
 
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse, QueryDict
+from django.urls import Resolver404, resolve
+from django.utils.datastructures import MultiValueDict
 
 from apps.api.errors import API_PREFIX
 
 # Inline event handlers our templates use, allowed by hash ('unsafe-hashes'), not wholesale.
 _HANDLER_HASHES = ("'sha256-osjxnKEPL/pQJbFk1dKsF7PYFmTyMWGmVSiL9inhxJY='",)  # this.form.submit()
+# A page form over MAX_REQUEST_BODY_BYTES (megabytes pasted into one field) is read up to
+# this many times the limit, its fields cut to a tenth of it: the form then shows an error
+# beside the field that was too long instead of a bare 413.
+LONG_FORM_READ_FACTOR = 16
 # Third-party pages we serve as they are (the API docs UI loads its bundle from a CDN).
 CSP_EXEMPT_PREFIXES = ("/api/docs/",)
 
@@ -35,7 +41,47 @@ class RequestLimitsMiddleware:
 
     def _check(self, request):
         refusal = limits_refusal(request.META, len(request.get_full_path()))
+        if refusal and refusal[0] == 413 and _takes_long_fields(request):
+            return _read_long_form(request)
         return refusal and _refuse(request, *refusal)
+
+
+def takes_long_fields(view):
+    """Marks a page's form view whose over-long posts are read (fields cut) so the form
+    answers with its field errors, not the bare 413 (RequestLimitsMiddleware)."""
+    view.takes_long_fields = True
+    return view
+
+
+def _takes_long_fields(request):
+    if request.method != "POST" or request.path.startswith(API_PREFIX):
+        return False
+    if request.content_type != "application/x-www-form-urlencoded":
+        return False
+    try:
+        return getattr(resolve(request.path_info).func, "takes_long_fields", False)
+    except Resolver404:
+        return False
+
+
+def _read_long_form(request):
+    """None after setting the request's POST to its form with its long fields cut short
+    (named in ``request.cut_fields``: the view refuses them), or the 413 when even this
+    form is too large to read."""
+    limit = settings.MAX_REQUEST_BODY_BYTES * LONG_FORM_READ_FACTOR
+    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    if length > limit:
+        return _refuse(request, 413, "request_too_large", f"The form is {length} bytes; at most {limit} are read.")
+    # request.read() streams without Django's DATA_UPLOAD_MAX_MEMORY_SIZE check (request.body
+    # would raise); the CSRF check and the view then read the form set here.
+    form = QueryDict(request.read(limit), encoding=request.encoding, mutable=True)
+    longest = settings.MAX_REQUEST_BODY_BYTES // 10
+    request.cut_fields = {key: longest for key, values in form.lists() if any(len(v) > longest for v in values)}
+    for key in request.cut_fields:
+        form.setlist(key, [value[:longest] for value in form.getlist(key)])
+    form._mutable = False
+    request._post, request._files = form, MultiValueDict()
+    return None
 
 
 def limits_refusal(meta, url_length):

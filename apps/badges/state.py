@@ -6,8 +6,9 @@ from apps.jobs.health import health_filter, job_health
 from apps.jobs.models import Job
 
 UP, FAILING, PAUSED = "up", "failing", "paused"
-#: health -> badge state. Disabled means turned off after failures: shown as failing.
-BY_HEALTH = {"healthy": UP, "failing": FAILING, "disabled": FAILING, "paused": PAUSED, "expired": PAUSED}
+#: health -> badge state. Disabled means turned off after failures: shown as failing; a new
+#: job (not run yet) is up, as it was before its first run had a state of its own.
+BY_HEALTH = {"new": UP, "healthy": UP, "failing": FAILING, "disabled": FAILING, "paused": PAUSED, "expired": PAUSED}
 
 
 def badge_state(badge):
@@ -21,7 +22,7 @@ def project_state(project_id):
     else paused (no job, or all paused or expired)."""
     counts = Job.objects.filter(project_id=project_id).aggregate(
         failing=Count("pk", filter=health_filter("failing") | health_filter("disabled")),
-        up=Count("pk", filter=health_filter("healthy")))
+        up=Count("pk", filter=health_filter("healthy") | health_filter("new")))
     if counts["failing"]:
         return FAILING
     return UP if counts["up"] else PAUSED

@@ -13,7 +13,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from apps.api.errors import flatten
-from cronsvc.schedules.localtime import load_zone
+from cronsvc.schedules.localtime import load_zone, zone_name
 
 from .models import Job
 from .serializers import MASK
@@ -44,6 +44,23 @@ API_PATH_TO_FIELD = {
     "kind": "kind", "script": "script_source", "script.language": "script_language",
     "script.source": "script_source", "script.env": "script_env",
     "script.allow_network": "script_allow_network",
+}
+# What the pages call a job's stored field (the job form's labels), e.g. on its versions;
+# a field not named here shows its model name with a capital (label_of).
+FIELD_LABELS = {
+    "schedule_type": "Schedule", "cron_expression": "Cron expression", "interval_seconds": "Interval",
+    "run_at": "Run once at", "jitter_seconds": "Jitter (seconds)", "dependency_mode": "Runs after",
+    "script_language": "Script language", "script_source": "Script", "script_env": "Script environment",
+    "script_allow_network": "Script network access", "url": "URL", "headers": "Headers",
+    "auth": "Authentication", "secret_headers": "Secret headers", "timeout_seconds": "Timeout (seconds)",
+    "success_status_codes": "Success status codes", "success_body_contains": "Success: body contains",
+    "success_body_regex": "Success: body matches", "max_attempts": "Attempts",
+    "retry_initial_delay_seconds": "First retry delay (s)", "retry_max_delay_seconds": "Longest retry delay (s)",
+    "retry_multiplier": "Backoff multiplier", "retry_on_timeout": "Retry after a timeout",
+    "misfire_policy": "When runs were missed", "misfire_grace_seconds": "Give up on a missed run after (s)",
+    "overlap_policy": "If the previous run is still going", "rate_limit_per_minute": "Rate limit (per minute)",
+    "windows": "Execution windows", "blackouts": "Blackout dates", "outside_window": "Outside the windows",
+    "dependencies": "Upstream jobs",
 }
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600}
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"
@@ -132,13 +149,18 @@ def posted_values(post, *, stored_auth=None):
     return values
 
 
+def label_of(name):
+    """The label a person reads for the job's stored field ``name``."""
+    return FIELD_LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
 def job_data(post, *, stored_auth=None, regions=()):
     """The posted form as the body of POST /api/v1/jobs/ (a PUT when editing).
 
     Values that do not parse are passed on as given, so the serializer refuses them with
     the API's own message. ``stored_auth``: the job's saved credentials; a secret left
     empty keeps the stored one (sent as the API's mask)."""
-    zone = post.get("timezone", "").strip()
+    zone = zone_name(post.get("timezone", "").strip())
     data = {
         "project": post.get("project", ""),
         "name": post.get("name", "").strip(),
@@ -183,7 +205,7 @@ def job_data(post, *, stored_auth=None, regions=()):
 
 def schedule_data(post):
     """Only the schedule part of the form (for the live preview)."""
-    return _schedule(post, post.get("timezone", "").strip())
+    return _schedule(post, zone_name(post.get("timezone", "").strip()))
 
 
 def form_errors(detail):

@@ -2,6 +2,7 @@
 rules) validates both."""
 
 from apps.api.errors import flatten
+from cronsvc.schedules.localtime import zone_name
 
 NON_FIELD = "__all__"
 FIELDS = ("name", "project", "schedule_type", "cron_expression", "interval_seconds", "timezone", "grace_seconds")
@@ -16,7 +17,7 @@ API_PATH_TO_FIELD = {
 def monitor_data(post):
     """The API request body the posted form stands for."""
     values = posted_values(post)
-    schedule = {"type": values["schedule_type"], "timezone": values["timezone"] or None}
+    schedule = {"type": values["schedule_type"], "timezone": zone_name(values["timezone"]) or None}
     if values["schedule_type"] == "cron":
         schedule["expression"] = values["cron_expression"]
     else:
@@ -26,6 +27,12 @@ def monitor_data(post):
         del schedule["timezone"]
     return {"name": values["name"], "project": values["project"] or None, "schedule": schedule,
             "grace_seconds": values["grace_seconds"] or None}
+
+
+def grace_seconds(post):
+    """The grace period typed, or None when it is no whole number of seconds yet."""
+    value = post.get("grace_seconds", "").strip()
+    return int(value) if value.isdigit() else None
 
 
 def posted_values(post):

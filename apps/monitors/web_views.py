@@ -4,14 +4,24 @@ changes go through apps.monitors.services, as the API's do."""
 
 from django.contrib import messages
 from django.db import transaction
+from datetime import timedelta
+from zoneinfo import ZoneInfo
+
 from django.shortcuts import get_object_or_404, redirect, render
+from django.templatetags.tz import do_timezone
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.api.audit import audit
 from apps.billing.limits import PlanLimit
 from apps.api.access import Role, member_view, require_role
 from apps.api.pages import TIMEZONES, serializer_context
+from apps.jobs.clock_changes import mark_clock_changes
+from apps.jobs.schedule_serializers import SchedulePreviewSerializer
+from apps.jobs.forms import form_errors as schedule_errors
 from cronsvc.ids import uuid_or_none
+from cronsvc.schedules import describe, next_runs
+from cronsvc.schedules.describe import format_duration
 
 from . import forms, services
 from .models import Monitor
@@ -19,6 +29,10 @@ from .schedule import describe_monitor
 from .serializers import MonitorSerializer, ping_url
 
 RECENT_PINGS = 50
+PREVIEW_COUNT = 5
+#: Period and grace presets of the form (seconds, as a person says it), as on Healthchecks.
+PERIOD_PRESETS = (60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)
+GRACE_PRESETS = (60, 300, 900, 3600, 6 * 3600, 86400)
 
 
 def scoped_monitors(actor):
@@ -32,7 +46,7 @@ def monitor_list(request):
     for monitor in monitors:
         monitor.schedule_text = describe_monitor(monitor)
     return render(request, "web/monitors/list.html",
-                  {"monitors": monitors, "can_edit": request.actor.has_role(Role.DEVELOPER)})
+                  {"monitors": monitors, "can_edit": request.actor.has_role(Role.DEVELOPER), "now": timezone.now()})
 
 
 @member_view
@@ -43,7 +57,7 @@ def monitor_detail(request, pk):
     context = {
         "monitor": monitor, "schedule_text": describe_monitor(monitor), "ping_url": url,
         "pings": monitor.pings.order_by("-created_at", "-id")[:RECENT_PINGS],
-        "can_edit": request.actor.has_role(Role.DEVELOPER),
+        "can_edit": request.actor.has_role(Role.DEVELOPER), "now": timezone.now(),
     }
     return render(request, "web/monitors/detail.html", context)
 
@@ -51,7 +65,34 @@ def monitor_detail(request, pk):
 def _form_context(request, values, errors, monitor=None):
     return {"values": values, "errors": errors, "monitor": monitor, "projects": list(request.actor.projects()),
             "timezones": TIMEZONES, "schedule_types": Monitor.ScheduleType.choices,
+            "period_presets": _presets(PERIOD_PRESETS), "grace_presets": _presets(GRACE_PRESETS),
             "error_count": sum(len(m) for m in errors.values())}
+
+
+def _presets(seconds):
+    return [(value, format_duration(value)) for value in seconds]
+
+
+@member_view
+@require_POST
+def monitor_preview(request):
+    """When the next pings of the schedule being typed are expected, and when silence turns
+    the monitor down (htmx), in the monitor's timezone: the API's schedule rules."""
+    schedule = dict(forms.monitor_data(request.POST)["schedule"])
+    project = request.actor.projects().filter(pk=uuid_or_none(request.POST.get("project"))).first()
+    schedule.setdefault("timezone", project.timezone if project else "UTC")
+    serializer = SchedulePreviewSerializer(data={"schedule": schedule, "count": PREVIEW_COUNT},
+                                           context=serializer_context(request))
+    if not serializer.is_valid():
+        return render(request, "web/monitors/_preview.html", {"errors": schedule_errors(serializer.errors)})
+    parsed, now = serializer.validated_data["schedule"], timezone.now()
+    grace = forms.grace_seconds(request.POST)
+    runs = mark_clock_changes(next_runs(parsed, now, PREVIEW_COUNT), parsed.timezone, now)
+    zone = ZoneInfo(parsed.timezone)
+    for run in runs:  # |timezone's datetime: shown in the monitor's zone, not converted back
+        run["down_after"] = do_timezone(run["at"] + timedelta(seconds=grace), zone) if grace else None
+    return render(request, "web/monitors/_preview.html", {
+        "errors": {}, "description": describe(parsed), "runs": runs, "grace": grace, "now": now})
 
 
 def _render_form(request, errors, monitor=None):

@@ -17,6 +17,7 @@ tz database does (checked for 1970-2039).
 from __future__ import annotations
 
 from bisect import bisect_right
+from difflib import get_close_matches
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from functools import cache
@@ -55,6 +56,25 @@ def _zone_names() -> dict[str, str]:
     return {name.lower(): name for name in available_timezones() if name not in _NOT_A_ZONE}
 
 
+def zone_name(name: str) -> str:
+    """The IANA name a person typed in any case (``europe/paris`` -> ``Europe/Paris``);
+    a name that is no zone comes back as typed, for load_zone to refuse with suggestions.
+    Forms normalize with it; the API stays strict (load_zone suggests the right case)."""
+    return _zone_names().get(name.strip().lower().removeprefix("posix/").removeprefix("right/"), name)
+
+
+def zone_suggestions(name: str, count: int = 3) -> list[str]:
+    """The accepted names closest to ``name``: its right case first, then close spellings
+    (``Europe/Pari``) and cities typed without their region (``berlin``)."""
+    names = _zone_names()
+    lowered = name.lower().removeprefix("posix/").removeprefix("right/")
+    if lowered in names:
+        return [names[lowered]]
+    cities = [full for key, full in names.items() if key.rsplit("/", 1)[-1] == lowered.replace(" ", "_")]
+    close = get_close_matches(lowered, list(names), n=count, cutoff=0.75)
+    return list(dict.fromkeys(cities + [names[key] for key in close]))[:count]
+
+
 @cache
 def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
@@ -68,10 +88,10 @@ def load_zone(name: object, field: str = "schedule.timezone") -> ZoneInfo:
             "unknown_timezone", field,
             f"{field}: give an IANA timezone name such as 'Europe/Berlin', without surrounding spaces."
         )
-    names = _zone_names()
-    if names.get(name.lower()) != name:
-        suggestion = names.get(name.lower()) or names.get(name.lower().removeprefix("posix/").removeprefix("right/"))
-        hint = f"did you mean '{suggestion}'?" if suggestion else "use a name such as 'Europe/Berlin' or 'UTC'."
+    if _zone_names().get(name.lower()) != name:
+        suggestions = zone_suggestions(name)
+        hint = (f"did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions
+                else "use a name such as 'Europe/Berlin' or 'UTC'.")
         raise ScheduleError("unknown_timezone", field, f"{field}: '{name}' is not a known IANA timezone; {hint}")
     try:
         return _zone(name)

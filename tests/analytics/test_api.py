@@ -87,12 +87,14 @@ def test_stats_need_a_key(make_job, tenant):
 
 
 def test_job_list_health_filter(api, make_job, tenant):
-    healthy = make_job(tenant, name="healthy")
+    healthy = make_job(tenant, name="healthy", last_run_at=timezone.now())
+    new = make_job(tenant, name="new")  # never run: neither healthy nor failing yet
     failing = make_job(tenant, name="failing", consecutive_failures=2)
     paused = make_job(tenant, name="paused", enabled=False)
     names = lambda health: {j["name"] for j in api.get(f"/api/v1/jobs/?health={health}").json()["results"]}  # noqa: E731
     assert names("failing") == {failing.name}
     assert names("healthy") == {healthy.name}
+    assert names("new") == {new.name}
     assert names("paused") == {paused.name}
     response = api.get("/api/v1/jobs/?health=sad")
     assert response.status_code == 400

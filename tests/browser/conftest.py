@@ -3,6 +3,7 @@ from django.db import connections
 
 from tests.support.target import start_target
 
+from .console import ConsoleGuard, GuardedBrowser
 from .harness import collectstatic, launch_browser
 
 
@@ -21,13 +22,20 @@ def static_root(tmp_path_factory):
 
 
 @pytest.fixture
-def browser(_sync_playwright_with_django):
+def console():
+    """The console errors of every page the test opened; any one fails the test."""
+    return ConsoleGuard()
+
+
+@pytest.fixture
+def browser(_sync_playwright_with_django, console):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = launch_browser(playwright)
         try:
-            yield browser
+            yield GuardedBrowser(browser, console)
+            console.check()
         finally:
             browser.close()
             # While Playwright's loop runs, Django keeps this thread's connections in

@@ -72,7 +72,7 @@ def save_screenshots(page, web, name, job_url=None):
         print(f"could not save screenshots: {exc}")
 
 
-def test_sign_up_to_first_fired_job(tmp_path, static_root, browser, target):
+def test_sign_up_to_first_fired_job(tmp_path, static_root, browser, console, target):
     ensure_seeded_plans()
     queue = private_free_queue()
     web = start_web(tmp_path, static_root)
@@ -94,7 +94,9 @@ def test_sign_up_to_first_fired_job(tmp_path, static_root, browser, target):
         page.get_by_role("button", name="Create project").click()
         page.get_by_text("Project “Browser project” created.").wait_for()
 
-        # The job form: a validation error first, beside its field, with the API's message.
+        # The job form: a validation error first, beside its field, with the API's message
+        # (the form answers 400, which the browser logs as a failed load: expected).
+        console.expect_status(400)
         page.get_by_role("link", name="New job", exact=True).first.click()
         page.locator("#id_name").fill("Ping the target")
         page.locator("#id_project").select_option(label="Browser project")
@@ -177,6 +179,7 @@ def test_sign_up_to_first_fired_job(tmp_path, static_root, browser, target):
         other = stranger.new_page()
         try:
             sign_up(other, web, "Someone Else", f"eve-{uuid.uuid4().hex[:8]}@example.com")
+            console.expect_status(404)
             response = other.goto(job_url)
             assert response.status == 404
             other.get_by_role("heading", name="Not found").wait_for()
@@ -194,7 +197,7 @@ def test_sign_up_to_first_fired_job(tmp_path, static_root, browser, target):
     assert codes[:2] == (0, 0), worker.output()[-3000:]
 
 
-def test_screenshots_of_seeded_pages(tmp_path, static_root, browser, make_tenant):
+def test_screenshots_of_seeded_pages(tmp_path, static_root, browser, console, make_tenant):
     """The README's two screenshots, from a week of seeded history. Written to test-output/;
     with CRONSVC_UPDATE_SCREENSHOTS=1 also copied to docs/dashboard.png and docs/job.png."""
     tenant = make_tenant(plan="pro", name="Acme Rockets", email=f"ops-{uuid.uuid4().hex[:6]}@example.com")
@@ -219,10 +222,12 @@ def test_screenshots_of_seeded_pages(tmp_path, static_root, browser, make_tenant
         page.wait_for_function("() => document.querySelectorAll('canvas[data-chart]').length === 2 && "
                                "[...document.querySelectorAll('canvas[data-chart]')].every(c => c._chart)")
         page.screenshot(path=str(OUTPUT / "job.png"), full_page=False)
-        # Phone width: nothing runs off the screen.
+        # Phone width: nothing runs off the screen (the last page is a 404 on purpose).
+        console.expect_status(404)
         page.set_viewport_size({"width": 390, "height": 844})
         for path in ("/", f"/jobs/{failing.pk}/", f"/jobs/{failing.pk}/edit/", "/jobs/new/", "/dead-letter/",
-                     "/import/", "/settings/", "/settings/members/", "/settings/api-keys/", "/settings/plan/",
+                     "/import/", "/monitors/", "/monitors/new/", "/settings/", "/settings/members/",
+                     "/settings/api-keys/", "/settings/plan/",
                      f"/settings/projects/{failing.project_id}/signing-secrets/", "/no/such/page/"):
             page.goto(web.url(path))
             overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")

@@ -32,7 +32,7 @@ def test_dashboard_groups_jobs_by_project_with_status_and_next_run(tenant, owner
     page = html(owner.get("/")).split('id="job-list"')[1]
     assert page.index("Default") < page.index("alpha job") < page.index("Zeta") < page.index("zeta job")
     assert "JST" in page and "in 4 min" in page
-    assert ">paused<" in page and ">failing<" in page and ">healthy<" in page
+    assert ">paused<" in page and ">failing<" in page and ">new<" in page  # alpha job never ran: new
 
 
 def test_dashboard_filters_by_status_project_tag_and_search(tenant, owner, make_job):
@@ -45,7 +45,7 @@ def test_dashboard_filters_by_status_project_tag_and_search(tenant, owner, make_
     assert "auto disabled" in html(owner.get("/?status=disabled"))
     assert "paused thing" not in html(owner.get("/?status=disabled"))
     assert "expired thing" in html(owner.get("/?status=expired"))
-    assert "nightly billing" in html(owner.get("/?status=healthy"))
+    assert "nightly billing" in html(owner.get("/?status=new"))  # never ran
     tagged = html(owner.get("/?tag=billing"))
     assert "nightly billing" in tagged and "paused thing" not in tagged
     found = html(owner.get("/?q=NIGHTLY"))

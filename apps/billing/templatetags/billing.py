@@ -13,5 +13,8 @@ def money(cents, currency="USD"):
 
 @register.filter
 def bar_percent(value, peak):
-    """A bar's height (0-100) against the tallest bar."""
-    return round(100 * value / peak) if peak else 0
+    """A bar's height (0-100) against the tallest bar; a day with runs is never drawn flat
+    (one run beside a peak of thousands still shows)."""
+    if not peak or not value:
+        return 0
+    return max(4, round(100 * value / peak))

@@ -9,6 +9,8 @@ from django import template
 from django.templatetags.tz import do_timezone
 from django.utils import timezone
 
+from apps.jobs import forms as job_forms
+
 register = template.Library()
 
 
@@ -110,8 +112,20 @@ def status_class(status):
     return {
         "succeeded": "ok", "healthy": "ok", "failed": "bad", "timed_out": "bad", "dead": "bad", "failing": "bad",
         "queued": "pending", "running": "pending", "skipped": "muted", "paused": "muted", "disabled": "warn",
-        "expired": "muted",
+        "expired": "muted", "new": "pending", "up": "ok", "late": "warn", "down": "bad",
     }.get(str(status), "muted")
+
+
+@register.filter
+def has_any(errors, names):
+    """Whether ``errors`` has one for any of the comma-separated field ``names`` (a folded
+    section of a form opens when one of its fields has an error)."""
+    return any(name in (errors or {}) for name in names.split(","))
+
+
+@register.filter
+def job_field_label(name):
+    return job_forms.label_of(name)
 
 
 @register.filter

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.db.models import Count
 from django.templatetags.tz import do_timezone
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -33,6 +34,7 @@ from apps.executions.triggers import trigger_now
 from apps.jobs import forms as job_forms
 from apps.jobs.api import JobFilter, runs_payload, validate_preview
 from apps.jobs.windowing import job_next_runs
+from apps.jobs.clock_changes import mark_clock_changes
 from apps.jobs.models import Job, JobDependency
 from apps.jobs.scheduling import job_schedule
 from apps.jobs.schedule_serializers import NO_SCHEDULE_DESCRIPTION, SchedulePreviewSerializer
@@ -41,6 +43,7 @@ from apps.jobs.services import create_job, delete_job, pause_job, resume_job, up
 from apps.jobs.validation import PlanLimit
 from apps.billing.models import Plan
 from cronsvc.delivery.client import deliver
+from cronsvc.delivery.curl import curl_command
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.masking import masked
 from cronsvc.delivery.outcome import classify
@@ -56,9 +59,11 @@ from .. import health, stats
 from ..script_runs import script_run
 from apps.api import ratelimit
 from apps.api.access import Role, member_view, require_role
+from apps.api.middleware import takes_long_fields
 from apps.api.pages import TIMEZONES, serializer_context
 
 DASHBOARD_PAGE_SIZE = 100
+DASHBOARD_MONITORS = 50
 HISTORY_PAGE_SIZE = 20
 TEST_RUN_MAX_TIMEOUT = 30.0
 SCRIPT_TEST_RUN = ("A test run sends the HTTP request; a script runs only on a worker's sandbox. "
@@ -111,6 +116,7 @@ def dashboard(request):
     context = {
         "groups": groups, "page": page, "projects": projects, "tags": all_tags, "params": params,
         "statuses": health.STATUSES, "now": now, "total": scoped_jobs(actor).count(),
+        **_overview(actor),
         "can_edit": actor.has_role(Role.DEVELOPER),
         "query": request.GET.urlencode(),
     }
@@ -120,11 +126,34 @@ def dashboard(request):
     return render(request, template, context)
 
 
+def _overview(actor):
+    """One status overview of the jobs (by health) and the heartbeat monitors (by state,
+    listed beside the jobs): what is wrong shows first."""
+    from apps.monitors.web_views import scoped_monitors
+
+    jobs = scoped_jobs(actor).aggregate(**{s: Count("pk", filter=health.health_filter(s)) for s in health.STATUSES})
+    monitors = scoped_monitors(actor)
+    by_state = dict(monitors.values_list("state").annotate(n=Count("pk")).order_by())
+    order = ["down", "late", "new", "up", "paused"]
+    return {
+        "job_counts": [(s, jobs[s]) for s in ("failing", "disabled", "new", "healthy", "paused", "expired") if jobs[s]],
+        "monitor_counts": [(s, by_state[s]) for s in order if by_state.get(s)],
+        "monitors": sorted(monitors.order_by("name", "id")[:DASHBOARD_MONITORS],
+                           key=lambda m: order.index(m.state) if m.state in order else len(order)),
+        "monitor_total": sum(by_state.values()),
+    }
+
+
 # --- the job form
 
 
-def _validate(serializer):
-    """{form field: [messages]}: the serializer's refusals, as the API would give them."""
+def _validate(serializer, request=None):
+    """{form field: [messages]}: the serializer's refusals, as the API would give them, and
+    the fields too long to be read whole (RequestLimitsMiddleware cut them)."""
+    cut = getattr(request, "cut_fields", {})
+    if cut:
+        return {field: [f"Far too long: over {longest} characters arrived (and were cut). "
+                        "Shorten it; nothing was saved."] for field, longest in cut.items()}
     try:
         if serializer.is_valid():
             return {}
@@ -162,12 +191,13 @@ def _form_context(request, values, errors, job=None):
     }
 
 
+@takes_long_fields
 @member_view(role=Role.DEVELOPER)
 def job_create(request):
     if request.method == "POST":
         data = job_forms.job_data(request.POST, regions=settings.REGIONS)
         serializer = JobSerializer(data=data, context=serializer_context(request))
-        errors = _validate(serializer)
+        errors = _validate(serializer, request)
         if not errors:
             try:
                 job = create_job(serializer, audit=partial(audit, request))
@@ -183,6 +213,7 @@ def job_create(request):
     return render(request, "web/jobs/form.html", _form_context(request, values, {}))
 
 
+@takes_long_fields
 @member_view
 def job_edit(request, pk):
     job = get_job(request, pk)
@@ -190,7 +221,7 @@ def job_edit(request, pk):
     if request.method == "POST":
         data = job_forms.job_data(request.POST, stored_auth=job.auth, regions=settings.REGIONS)
         serializer = JobSerializer(job, data=data, context=serializer_context(request))
-        errors = _validate(serializer)
+        errors = _validate(serializer, request)
         if not errors:
             job = update_job(serializer, audit=partial(audit, request), fields=data)
             messages.success(request, f"Job “{job.name}” saved.")
@@ -248,24 +279,6 @@ def schedule_preview(request):
     return render(request, "web/jobs/_preview.html", context)
 
 
-def mark_clock_changes(runs, zone_name, now):
-    """Each run in its timezone; ``change`` says when the UTC offset differs from the one
-    before it (a daylight-saving change between the two)."""
-    zone = ZoneInfo(zone_name)
-    previous = now.astimezone(zone).utcoffset()
-    marked = []
-    for run in runs:
-        local = run.astimezone(zone)
-        offset = local.utcoffset()
-        change = None
-        if offset != previous:
-            change = f"Clock change: UTC{_offset(previous)} → UTC{_offset(offset)}"
-        # |timezone's datetime: templates show it in its own zone, not converted back to UTC.
-        marked.append({"at": run, "local": do_timezone(run, zone), "tzname": local.tzname(), "change": change})
-        previous = offset
-    return marked
-
-
 def mark_window_places(placed, zone_name, now):
     """mark_clock_changes for occurrences placed by execution windows: a skipped one
     shown at its time and marked, a deferred one at its real time with its occurrence."""
@@ -277,12 +290,7 @@ def mark_window_places(placed, zone_name, now):
     return marked
 
 
-def _offset(delta):
-    minutes = int(delta.total_seconds() // 60)
-    sign = "+" if minutes >= 0 else "−"
-    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-
-
+@takes_long_fields
 @member_view(role=Role.DEVELOPER)
 @require_POST
 def test_run(request, pk=None):
@@ -299,7 +307,7 @@ def test_run(request, pk=None):
         context["errors"] = {"kind": [SCRIPT_TEST_RUN]}
         return render(request, "web/jobs/_test_run.html", context)
     serializer = JobSerializer(job, data=data, context=serializer_context(request))
-    context["errors"] = _validate(serializer)
+    context["errors"] = _validate(serializer, request)
     if context["errors"]:
         return render(request, "web/jobs/_test_run.html", context)
     candidate = copy.copy(job) if job else Job()
@@ -430,9 +438,11 @@ def execution_detail(request, pk):
     for attempt in data["attempts"]:
         attempt["script"] = script_run(attempt, execution.job)
     late = data["lateness_seconds"]
+    sent = [attempt["request"] for attempt in data["attempts"] if attempt.get("request", {}).get("url")]
     context = {"execution": execution, "data": data, "job": execution.job,
                "lateness_ms": None if late is None else max(0, int(late * 1000)),
-               "can_edit": request.actor.has_role(Role.DEVELOPER)}
+               "can_edit": request.actor.has_role(Role.DEVELOPER),
+               "curl": curl_command(**sent[-1]) if sent else None}
     template = "web/executions/_detail.html" if is_htmx(request) else "web/executions/detail.html"
     return render(request, template, context)
 

@@ -41,6 +41,7 @@ from apps.projects.services import create_project, delete_project, update_projec
 from apps.accounts.apikeys import create_api_key
 from cronsvc.delivery.signing import generate_secret
 from cronsvc.schedules.describe import format_duration
+from cronsvc.schedules.localtime import zone_name
 
 from apps.accounts.signin_scope import scope_of
 from apps.api.access import SESSION_KEY, Role, member_view, require_role
@@ -53,6 +54,13 @@ def _errors(serializer):
 
 
 # --- organization and projects
+
+
+def _project_data(post):
+    """The project form as the API's body; the timezone typed in any case is accepted."""
+    data = {key: post.get(key, "").strip() for key in ("name", "slug", "timezone")}
+    data["timezone"] = zone_name(data["timezone"])
+    return data
 
 
 @member_view
@@ -82,7 +90,7 @@ def organization_rename(request):
 @member_view(role=Role.ADMIN)
 @require_POST
 def project_create(request):
-    data = {key: request.POST.get(key, "").strip() for key in ("name", "slug", "timezone")}
+    data = _project_data(request.POST)
     data = {key: value for key, value in data.items() if value or key == "name"}
     serializer = ProjectSerializer(data=data, context=serializer_context(request))
     if serializer.is_valid():
@@ -102,7 +110,7 @@ def project_edit(request, pk):
     require_role(request, Role.ADMIN)
     errors = {}
     if request.method == "POST":
-        data = {key: request.POST.get(key, "").strip() for key in ("name", "slug", "timezone")}
+        data = _project_data(request.POST)
         serializer = ProjectSerializer(project, data=data, partial=True, context=serializer_context(request))
         if serializer.is_valid():
             project = update_project(serializer, audit=partial(audit, request))

@@ -204,7 +204,7 @@ def jobs():
 @click.option("--enabled/--disabled", default=None, help="Only enabled (or only paused/disabled) jobs.")
 @click.option("--tag", help="Only jobs with this tag.")
 @click.option("--search", help="Part of a name or a tag.")
-@api_value_option("--health", "Only jobs in this health", "healthy, failing, paused, disabled, expired")
+@api_value_option("--health", "Only jobs in this health", "new, healthy, failing, paused, disabled, expired")
 @list_options(0)
 @output_option
 @with_client
