@@ -4,8 +4,10 @@ built from a Debian bookworm base that debootstrap makes on this machine
 (scripts/build-base-image.sh, kept between runs); elsewhere the same file builds from
 python:3.11-slim-bookworm. The containers share this machine's network (--network host) and
 so its PostgreSQL and Redis: the release step on an empty database, then web, scheduler and a
-worker; an HTTP job and a script job created through the API and delivered; every process
-runs as the image's user and stops cleanly on SIGTERM (`podman stop`). docs/deploy.md."""
+worker; an HTTP job and a script job created through the API and delivered; web and
+scheduler run as the image's user, the script-running worker as root (each run then gets a
+host user of its own); each stops cleanly on SIGTERM (`podman stop`). Then docker-compose.yml
+itself, with podman-compose. docs/deploy.md."""
 
 import json
 import os
@@ -18,21 +20,24 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import redis
 import requests
 
 from tests.support.deploy import ROOT, trigger_and_wait
 from tests.support.edit_env import edit_env_file
 from tests.support.processes import free_port, wait_for
 
-pytestmark = pytest.mark.slow
+# One xdist worker builds the image once for all of them.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("container-image")]
 
 BASE_IMAGE = "localhost/cronsvc-base:bookworm"
 IMAGE = "localhost/cronsvc:test"
 CONTAINERS_CONF = ROOT / "deploy/podman/containers.conf"
 IMAGE_UID = "10001"  # the Dockerfile's user cronsvc
 READYZ_TOKEN = "readyz-test-token-5d27"
-# The script sandbox's bubblewrap inside a container: the default seccomp profile less its
-# refusal of sethostname, and /proc unmasked so that bwrap may mount a proc of its own.
+REDIS_INDEX = 9  # tests/operations/conftest.py's deploy tests use 8
+# /proc unmasked, so that the script sandbox's bubblewrap may mount a proc of its own (with
+# the seccomp profile of the sandbox_flags fixture).
 SANDBOX_FLAGS = ["--security-opt", "unmask=/proc/*"]
 
 
@@ -62,12 +67,16 @@ def image():
 
 @pytest.fixture
 def env_file(tmp_path, fresh_database):
-    """The production example with this machine's database, Redis and a local port filled in."""
+    """The production example with this machine's database, Redis and a local port filled in.
+    A Redis database of these tests' own: the other deploy tests' workers, which may run at
+    the same time, consume the same plan queues in theirs."""
     path = tmp_path / "container.env"
     path.write_text((ROOT / "deploy/production.env.example").read_text())
     port = free_port()
-    edit_env_file(path, {**fresh_database, "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
-                         "SITE_URL": f"https://127.0.0.1:{port}", "CSRF_TRUSTED_ORIGINS": f"https://127.0.0.1:{port}",
+    redis_url = fresh_database["REDIS_URL"].rsplit("/", 1)[0] + f"/{REDIS_INDEX}"
+    redis.Redis.from_url(redis_url).flushdb()
+    edit_env_file(path, {**fresh_database, "REDIS_URL": redis_url, "SECRET_KEY": secrets.token_urlsafe(50),
+                         "ALLOWED_HOSTS": "127.0.0.1", "SITE_URL": f"https://127.0.0.1:{port}", "CSRF_TRUSTED_ORIGINS": f"https://127.0.0.1:{port}",
                          "PORT": port, "OUTBOUND_ALLOWED_NETWORKS": "127.0.0.0/8", "METRICS_TOKEN": READYZ_TOKEN,
                          "WEB_CONCURRENCY": 1, "WORKER_CONCURRENCY": 2, "EMAIL_URL": "console://",
                          "LOG_FORMAT": "console"})
@@ -136,6 +145,7 @@ def test_the_image_runs_the_release_then_delivers_jobs_and_stops_cleanly(image, 
 
 @pytest.fixture(scope="module")
 def sandbox_flags(tmp_path_factory):
+    """podman's default seccomp profile less its refusal of sethostname, and /proc unmasked."""
     profile = tmp_path_factory.mktemp("seccomp") / "seccomp-for-bwrap.json"
     made = subprocess.run([str(ROOT / "deploy/podman/seccomp-for-bwrap.py")], capture_output=True, text=True, check=True)
     profile.write_text(made.stdout)
@@ -158,7 +168,7 @@ def _a_script_job_runs_in_the_sandbox(base, api):
     run = api.get(f"{base}/api/v1/jobs/{job_id}/executions/").json()["results"][0]
     detail = api.get(f"{base}/api/v1/executions/{run['id']}/").json()
     assert run["status"] == "succeeded", detail
-    assert "sandboxed as" in detail["response"]["body"] and "on sandbox" in detail["response"]["body"], detail
+    assert "sandboxed as 1000 on sandbox" in detail["response"]["body"], detail  # the sandbox's user and host name
 
 
 def _users(name):
@@ -200,6 +210,12 @@ def test_without_the_sandbox_flags_the_image_says_why_script_jobs_cannot_run(ima
     assert plain.startswith("False bubblewrap cannot start a sandbox here"), plain
     flagged = podman("run", "--rm", "--user", "0", *sandbox_flags, image, "python", "-c", check).stdout
     assert flagged.strip() == "True", flagged
+    # As the image's user, the run's process limit counts every process of uid 10001 on the
+    # host: here a dozen of the worker's own. The reason says so and what to do.
+    busy = "import subprocess; [subprocess.Popen(['sleep', '20']) for _ in range(12)]; " + check
+    non_root = podman("run", "--rm", *sandbox_flags, image, "python", "-c", busy).stdout
+    assert non_root.startswith("False bubblewrap cannot start a sandbox here"), non_root
+    assert f"counts every process of uid {IMAGE_UID} on the host: run the worker as root" in non_root, non_root
 
 
 def test_podman_compose_brings_up_the_compose_file_on_this_machine(image, tmp_path, env_file):
