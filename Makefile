@@ -51,10 +51,15 @@ browser:
 sandbox:
 	(command -v bwrap && command -v curl) >/dev/null || (apt-get update && apt-get install -y bubblewrap libseccomp2 curl)
 
-# No container engine runs on this machine kind: the image tests check docker-compose.yml
-# with the Python docker-compose (Debian's), which validates a compose file without one.
+# The image tests (tests/operations/test_image.py) build the Dockerfile with Debian's podman
+# (as root, with runc: deploy/podman/containers.conf) from a base image that debootstrap makes
+# here (scripts/build-base-image.sh: no image registry is reachable), run its containers
+# (catatonit is podman's --init, compose's `init: true`), and bring docker-compose.yml up with
+# podman-compose (PyPI's, requirements/dev.txt); Debian's docker-compose validates the file.
 containers:
-	command -v docker-compose >/dev/null || (apt-get update && apt-get install -y docker-compose)
+	(command -v podman && command -v runc && command -v catatonit && command -v debootstrap \
+	  && command -v docker-compose) >/dev/null \
+	  || (apt-get update && apt-get install -y podman runc catatonit debootstrap docker-compose)
 
 # The model of a run's life (docs/model/run_life.pml) is checked by Debian's spin, whose
 # verifier is C compiled with gcc (tests/foundation/test_run_model.py).

@@ -91,7 +91,7 @@ class Sandbox:
         try:
             probe = self._execute(Script(Language.SHELL, b"exit 0\n"), _PROBE_LIMITS)
         except (SandboxFailed, OSError) as exc:
-            return f"bubblewrap cannot start a sandbox here: {exc}"
+            return f"bubblewrap cannot start a sandbox here: {exc}{_why_not_root(exc)}"
         if probe.exit_code != 0:
             return (f"the sandbox probe exited {probe.exit_code}: "
                     f"{probe.stderr[:300].decode(errors='replace')}")
@@ -141,6 +141,16 @@ class Sandbox:
         if os.geteuid() != 0:
             return None
         return self.host_uids.start + secrets.randbelow(len(self.host_uids))
+
+
+def _why_not_root(exc: Exception) -> str:
+    """The likely cause when a worker that is not root cannot make the run's namespaces: its
+    runs' process limit is per user, so the worker's own processes (and in a container, those
+    of every container with the same uid) use it up. docs/script-jobs.md, docs/deploy.md."""
+    if os.geteuid() == 0 or "Resource temporarily unavailable" not in str(exc):
+        return ""
+    return (f" (the run's process limit, {_PROBE_LIMITS.max_processes + 2} for this probe, counts every process "
+            f"of uid {os.geteuid()} on the host: run the worker as root, which gives each run a user of its own)")
 
 
 @contextlib.contextmanager

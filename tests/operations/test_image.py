@@ -1,10 +1,10 @@
-"""The container image and the compose file, tested outside a container: this machine kind
-runs no container engine and reaches no image registry, so neither `docker build` nor
-`docker compose up` can run here. What can is tested: the Dockerfile's shape, the compose
-file's services against the Procfile, and the image's entrypoint run as the containers run it
-(each compose service's command and environment, the image's PATH and settings) against
-real PostgreSQL and Redis: the release one-shot on an empty database, then every process
-type, stopped by SIGTERM as `docker compose stop` does."""
+"""The container image and the compose file, checked without a container engine: the
+Dockerfile's shape, the compose file's services against the Procfile and its schema
+(Debian's docker-compose), and the image's entrypoint run as the containers run it (each
+compose service's command and environment, the image's PATH and settings) against real
+PostgreSQL and Redis: the release one-shot on an empty database, then every process type,
+stopped by SIGTERM as `docker compose stop` does. The image itself is built and run with
+podman in test_container.py."""
 
 import os
 import re
