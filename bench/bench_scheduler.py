@@ -934,19 +934,21 @@ class PeerRun:
     setup_seconds: float
     foreign: float = 0.0
     load: float = 0.0
+    dispatched: int = None    # when the bound ended the run first: how many it had dispatched by then
 
     @property
     def rate(self):
-        return self.received / self.seconds if self.seconds and self.seconds == self.seconds else 0.0
+        done = self.n if self.dispatched is None else self.dispatched
+        return done / self.seconds if self.seconds and self.seconds == self.seconds else 0.0
 
     @property
     def received_rate(self):
         return self.received / self.received_seconds if self.received_seconds else 0.0
 
 
-def peer_run(peer, n, lags, seconds, duplicates, lost, setup_seconds, foreign):
+def peer_run(peer, n, lags, seconds, duplicates, lost, setup_seconds, foreign, dispatched=None):
     lags = sorted(lags)
-    return PeerRun(peer=peer, n=n, received=len(lags), seconds=seconds,
+    return PeerRun(peer=peer, n=n, received=len(lags), seconds=seconds, dispatched=dispatched,
                    received_seconds=lags[-1] if lags else float("nan"), p50=percentile(lags, 50),
                    p99=percentile(lags, 99), duplicates=duplicates, lost=lost, setup_seconds=setup_seconds,
                    foreign=foreign, load=os.getloadavg()[0])
@@ -1000,12 +1002,17 @@ def run_redbeat(ctx, n, timeout):
         sleep_until(at.timestamp())
         t0 = at.timestamp()
         dispatched_at = None
+        dispatched = None
         while time.time() - t0 < timeout:
             if dispatched_at is None and not redbeat_peer.due_left(client, schedule_key, at):
                 dispatched_at = time.time()
             if dispatched_at and client.llen(redbeat_peer.RECEIPTS) >= n:
                 break
             time.sleep(0.02)
+        else:
+            if dispatched_at is None:  # bounded: its rate is what it dispatched within the bound
+                dispatched = n - redbeat_peer.due_left(client, schedule_key, at)
+                dispatched_at = time.time()
         time.sleep(2.0)  # a late duplicate would show now
         foreign = ctx.cpu.foreign_share()
         records = redbeat_peer.receipts(client)
@@ -1018,7 +1025,8 @@ def run_redbeat(ctx, n, timeout):
         first.setdefault(name, when)
     lags = [when - t0 for when in first.values()]
     seconds = dispatched_at - t0 if dispatched_at else float("nan")
-    return peer_run("redbeat", n, lags, seconds, len(records) - len(first), n - len(first), setup, foreign)
+    return peer_run("redbeat", n, lags, seconds, len(records) - len(first), n - len(first), setup, foreign,
+                    dispatched)
 
 
 # --- reporting ---------------------------------------------------------------------------
@@ -1095,7 +1103,8 @@ def render_peers(peers, throughput):
         for peer in runs:
             ratio = ours_run.rate / peer.rate if peer.rate else float("nan")
             received_ratio = ours_run.received_rate / peer.received_rate if peer.received_rate else float("nan")
-            out.append(f"| {peer.peer} | **{fmt(peer.rate)}** | {fmt(peer.received_rate)} | {peer.p50:.2f} s | "
+            bounded = f" ({peer.dispatched:,} of {peer.n:,} within the bound)" if peer.dispatched is not None else ""
+            out.append(f"| {peer.peer} | **{fmt(peer.rate)}**{bounded} | {fmt(peer.received_rate)} | {peer.p50:.2f} s | "
                        f"{peer.p99:.2f} s | {peer.duplicates} | {peer.lost} | {peer.load:.1f} | "
                        f"**{fmt(ratio, 2)}×** | {fmt(received_ratio, 2)}× |")
         out.append("")
