@@ -578,6 +578,7 @@ class ThroughputRun:
     lost: int = 0       # expected occurrences with no run (nor a skip) recorded
     unfinished: int = 0  # runs of the burst the worker had not finished when the bench stopped waiting
     skipped: int = 0    # occurrences recorded as skipped (misfire policy skip, overlap forbid)
+    retried: int = 0    # runs with more than one attempt (a retry after a failed connection is no double)
     doubled: int = 0    # occurrences delivered more than once (attempts) or recorded twice
     other_runs: int = 0  # runs of other occurrences meanwhile (e.g. the next minute's): not counted
     claim_p50: float = float("nan")    # created_at (claim) - T
@@ -605,18 +606,25 @@ def expected_burst(due):
                   WHERE b.k < %s AND j.enabled AND NOT o.suspended""", [due], fetch=True)[0][0]
 
 
+#: Attempt outcomes of a request that never reached the target.
+UNSENT = ("connect_error", "dns_error")
+
+
 def burst_figures(burst_at, due):
     """From the database once the worker is done: the burst's runs, the lost and doubled
     ones, and the claim and receipt times of every run of the burst."""
     expected = expected_burst(due)
-    (runs, recorded, unfinished, doubled_attempts, other) = sql(
+    # A retry after an attempt that never reached the target (its connection failed: the
+    # sink refuses connections when the machine is overloaded) is a retry, not a double.
+    (runs, recorded, unfinished, doubled_attempts, retried, other) = sql(
         """SELECT count(*) FILTER (WHERE e.scheduled_for = %(at)s AND e.status <> 'skipped'),
                   count(DISTINCT e.job_id) FILTER (WHERE e.scheduled_for = %(at)s),
                   count(*) FILTER (WHERE e.scheduled_for = %(at)s AND e.status IN ('queued', 'running')),
                   count(*) FILTER (WHERE e.scheduled_for = %(at)s AND (SELECT count(*) FROM executions_attempt a
-                                   WHERE a.execution_id = e.id) > 1),
+                                   WHERE a.execution_id = e.id AND a.error_kind <> ALL(%(unsent)s)) > 1),
+                  count(*) FILTER (WHERE e.scheduled_for = %(at)s AND e.attempt > 1),
                   count(*) FILTER (WHERE e.scheduled_for <> %(at)s)
-           FROM executions_execution e""", {"at": burst_at}, fetch=True)[0]
+           FROM executions_execution e""", {"at": burst_at, "unsent": list(UNSENT)}, fetch=True)[0]
     twice = sql("""SELECT count(*) FROM (SELECT job_id FROM executions_execution WHERE scheduled_for = %s
                    GROUP BY job_id HAVING count(*) > 1) t""", [burst_at], fetch=True)[0][0]
     # created_at: the claim's time (published_at moves when a run is published again, e.g.
@@ -628,7 +636,7 @@ def burst_figures(burst_at, due):
     receipts = sorted(float(r) for _, r in times if r is not None)
     return {
         "expected": expected, "runs": runs, "lost": expected - recorded, "unfinished": unfinished,
-        "skipped": recorded - runs, "doubled": doubled_attempts + twice,
+        "skipped": recorded - runs, "doubled": doubled_attempts + twice, "retried": retried,
         "other_runs": other, "claim_p50": percentile(claims, 50), "claim_p99": percentile(claims, 99),
         "receipt_p50": percentile(receipts, 50), "receipt_p99": percentile(receipts, 99),
         "received_seconds": receipts[-1] if receipts else float("nan"),
@@ -701,7 +709,7 @@ def run_throughput(ctx, due, procs, tag, timeout, vacuum=True, drain_timeout=Non
     return ThroughputRun(
         procs=procs, due=figures["expected"], dispatched=figures["runs"], seconds=seconds, vacuumed=vacuum,
         rss_peak=rss, lost=figures["lost"], unfinished=figures["unfinished"], skipped=figures["skipped"],
-        doubled=figures["doubled"], other_runs=figures["other_runs"],
+        doubled=figures["doubled"], retried=figures["retried"], other_runs=figures["other_runs"],
         claim_p50=figures["claim_p50"], claim_p99=figures["claim_p99"], receipt_p50=figures["receipt_p50"],
         receipt_p99=figures["receipt_p99"], received_seconds=figures["received_seconds"],
         on_time_start=committed <= at, foreign=foreign, load=load)
@@ -1138,9 +1146,9 @@ def render(meta, args, datasets, throughput, lags, beats, peers=None):
                "not counted.")
     out.append("")
     out.append("| jobs | burst | schedulers | vacuum before | dispatches/s (median) | runs | to dispatch | worker "
-               "took the last | claim lag p50 / p99 | receipt lag p50 / p99 | lost | doubled | unfinished at the end "
-               "| skipped | other occurrences | peak RSS | other load | load avg |")
-    out.append("|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+               "took the last | claim lag p50 / p99 | receipt lag p50 / p99 | lost | doubled | retried "
+               "| unfinished at the end | skipped | other occurrences | peak RSS | other load | load avg |")
+    out.append("|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (n, procs, vacuumed), runs in throughput.items():
         rates = [r.rate for r in runs]
         med = statistics.median(rates)
@@ -1151,6 +1159,7 @@ def render(meta, args, datasets, throughput, lags, beats, peers=None):
             f"{', '.join(fmt(x) for x in rates)} | {mid.seconds:.2f} s | {mid.received_seconds:.2f} s | "
             f"{mid.claim_p50:.2f} / {mid.claim_p99:.2f} s | {mid.receipt_p50:.2f} / {mid.receipt_p99:.2f} s | "
             f"{', '.join(str(r.lost) for r in runs)} | {', '.join(str(r.doubled) for r in runs)} | "
+            f"{', '.join(str(r.retried) for r in runs)} | "
             f"{', '.join(str(r.unfinished) for r in runs)} | {', '.join(str(r.skipped) for r in runs)} | "
             f"{', '.join(str(r.other_runs) for r in runs)} | {max(max(r.rss_peak) for r in runs):.0f} MiB | "
             f"{', '.join(f'{r.foreign:.0%}' for r in runs)} | {', '.join(f'{r.load:.1f}' for r in runs)} |")
@@ -1298,7 +1307,7 @@ def main():
                     log(f"  throughput n={n:,} burst={run.due:,} procs={procs} vacuum={'yes' if vacuum else 'no'}: "
                         f"{run.dispatched:,} in {run.seconds:.2f} s = {run.rate:,.0f}/s (worker took the last at "
                         f"{run.received_seconds:.1f} s), lost {run.lost}, unfinished {run.unfinished}, skipped {run.skipped}, "
-                        f"doubled {run.doubled}, other occurrences "
+                        f"doubled {run.doubled}, retried {run.retried}, other occurrences "
                         f"{run.other_runs}, RSS {', '.join(f'{r:.0f}' for r in run.rss_peak)} MiB, other load "
                         f"{run.foreign:.0%}, load avg {run.load:.1f}"
                         f"{'' if run.on_time_start else ' (schedulers started late)'}")
