@@ -579,6 +579,7 @@ class ThroughputRun:
     unfinished: int = 0  # runs of the burst the worker had not finished when the bench stopped waiting
     skipped: int = 0    # occurrences recorded as skipped (misfire policy skip, overlap forbid)
     retried: int = 0    # runs with more than one attempt (a retry after a failed connection is no double)
+    received: int = 0   # runs of the burst the worker had taken (claimed) when the bench stopped waiting
     doubled: int = 0    # occurrences delivered more than once (attempts) or recorded twice
     other_runs: int = 0  # runs of other occurrences meanwhile (e.g. the next minute's): not counted
     claim_p50: float = float("nan")    # created_at (claim) - T
@@ -596,7 +597,7 @@ class ThroughputRun:
 
     @property
     def received_rate(self):
-        return self.dispatched / self.received_seconds if self.received_seconds == self.received_seconds else 0.0
+        return self.received / self.received_seconds if self.received_seconds == self.received_seconds else 0.0
 
 
 def expected_burst(due):
@@ -639,7 +640,7 @@ def burst_figures(burst_at, due):
         "skipped": recorded - runs, "doubled": doubled_attempts + twice, "retried": retried,
         "other_runs": other, "claim_p50": percentile(claims, 50), "claim_p99": percentile(claims, 99),
         "receipt_p50": percentile(receipts, 50), "receipt_p99": percentile(receipts, 99),
-        "received_seconds": receipts[-1] if receipts else float("nan"),
+        "received_seconds": receipts[-1] if receipts else float("nan"), "received": len(receipts),
     }
 
 
@@ -709,7 +710,7 @@ def run_throughput(ctx, due, procs, tag, timeout, vacuum=True, drain_timeout=Non
     return ThroughputRun(
         procs=procs, due=figures["expected"], dispatched=figures["runs"], seconds=seconds, vacuumed=vacuum,
         rss_peak=rss, lost=figures["lost"], unfinished=figures["unfinished"], skipped=figures["skipped"],
-        doubled=figures["doubled"], retried=figures["retried"], other_runs=figures["other_runs"],
+        doubled=figures["doubled"], retried=figures["retried"], received=figures["received"], other_runs=figures["other_runs"],
         claim_p50=figures["claim_p50"], claim_p99=figures["claim_p99"], receipt_p50=figures["receipt_p50"],
         receipt_p99=figures["receipt_p99"], received_seconds=figures["received_seconds"],
         on_time_start=committed <= at, foreign=foreign, load=load)
@@ -1140,8 +1141,11 @@ def render(meta, args, datasets, throughput, lags, beats, peers=None):
     out.append("Dispatch throughput: the burst's occurrences (jobs due at the same instant T, organization not "
                "suspended) recorded and published / (last claim of the burst committed - T), while a worker consumes "
                "(the Procfile's line, prefork x3, every plan's queues, a local sink answering 200). Lost = an "
-               "occurrence of the burst with no succeeded run at the end; doubled = one with two runs or a run "
-               "with two attempts; both from the database after every run. Claim lag = created_at (the claim) - T; "
+               "occurrence of the burst with no run (nor skip) recorded; doubled = one with two runs or a run "
+               "with two attempts that reached the target (retried: more than one attempt, e.g. after a failed "
+               "connection); both from the database after every run, once the worker has finished the burst or "
+               "the bench's bound on that wait ended ('unfinished at the end'); skipped = recorded as skipped "
+               "by the job's own policy (misfire skip past its on-time window, overlap forbid). Claim lag = created_at (the claim) - T; "
                "receipt lag = started_at (the worker's claim) - T. Other occurrences (e.g. the next minute's) are "
                "not counted.")
     out.append("")
