@@ -9,7 +9,7 @@ SITE_URL ?= http://127.0.0.1:$(PORT)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/cronsvc
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test install install-dev services browser sandbox containers model-checker faketime promtool pgbouncer wrk bench soak clean
+.PHONY: run test install install-dev bench-peers services browser sandbox containers model-checker faketime promtool pgbouncer wrk bench soak clean
 
 # Install only when the requirement files change (a stamp per file set).
 $(BIN)/.base-installed: requirements/base.txt
@@ -20,6 +20,10 @@ $(BIN)/.base-installed: requirements/base.txt
 
 $(BIN)/.dev-installed: $(BIN)/.base-installed requirements/dev.txt client/pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements/dev.txt
+	touch $@
+
+$(BIN)/.bench-installed: $(BIN)/.dev-installed requirements/bench.txt
+	$(BIN)/python -m pip install --quiet -r requirements/bench.txt
 	touch $@
 
 install: $(BIN)/.base-installed
@@ -88,9 +92,17 @@ pgbouncer:
 wrk:
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 
+# The scheduler benchmark's peers (bench/bench_scheduler.py): celery-redbeat from PyPI
+# (requirements/bench.txt) and BullMQ from npm, installed from its lock file in bench/peers/bullmq.
+bench-peers: $(BIN)/.bench-installed bench/peers/bullmq/node_modules/.package-lock.json
+
+bench/peers/bullmq/node_modules/.package-lock.json: bench/peers/bullmq/package-lock.json
+	command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	cd bench/peers/bullmq && npm ci --no-audit --no-fund
+
 ## make bench: every benchmark in bench/ (each uses its own database and Redis index) and the
 ## chaos soak; writes bench/RESULTS.md (figures, machine, date, commit).
-bench: install-dev services wrk
+bench: install-dev bench-peers services wrk
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/results.py
 
 ## make soak: the chaos soak (SOAK_SECONDS, default 600) on its own PostgreSQL and Redis.

@@ -1,9 +1,15 @@
-"""Scheduler benchmark (issue 4): dispatch throughput, dispatch lag, RSS, and the
+"""Scheduler benchmark (issues 4 and 38): dispatch throughput of a burst while a real
+worker consumes (lost and doubled occurrences checked in the database after every run,
+with and without the pre-burst vacuum), BullMQ job schedulers and celery-redbeat on the
+same burst in the same run, dispatch lag at a steady rate, RSS, and the
 django-celery-beat DatabaseScheduler as a baseline, on real PostgreSQL and Redis.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench \\
     REDIS_URL=redis://127.0.0.1:6379/5 SECRET_KEY=bench \\
     .venv/bin/python bench/bench_scheduler.py [--sizes 10000,100000,1000000] [--quick]
+
+The peers need ``make bench-peers`` (celery-redbeat from requirements/bench.txt, BullMQ
+from bench/peers/bullmq/package-lock.json); ``--peer-sizes ''`` skips them.
 
 The database named in DATABASE_URL is created and migrated when missing and its job and
 execution tables are emptied: it must be a database of its own (its name must contain
@@ -181,9 +187,9 @@ def reset_tables():
         "django_celery_beat_intervalschedule, django_celery_beat_clockedschedule CASCADE")
 
 
-def load_jobs(n, seed=4):
-    """N jobs across many organizations on every plan; none due (next_run_at from tomorrow
-    on). bench_job(id, k) numbers the enabled jobs 0..M-1 in random order: the phases make
+def load_jobs(n, target_url, seed=4):
+    """N jobs across many organizations on every plan, calling the local sink at
+    ``target_url``; none due (next_run_at from tomorrow on). bench_job(id, k) numbers the enabled jobs 0..M-1 in random order: the phases make
     jobs due by k."""
     from apps.accounts.models import Organization
     from apps.billing.models import Plan
@@ -240,7 +246,7 @@ def load_jobs(n, seed=4):
                 eligible.append(job_ids[i])
             yield (
                 str(job_ids[i]), f"job {i}", "t" if enabled else "f", "" if enabled else "paused", kind, cron,
-                interval, run_at, zones[i], start, f"https://hooks.example.com/{i}", "POST" if i % 4 == 0 else "GET",
+                interval, run_at, zones[i], start, f"{target_url}/{i}", "POST" if i % 4 == 0 else "GET",
                 misfire[i], overlap[i], ts(next_at) if enabled else "\\N", created, created, str(oid), str(pid),
             )
 
@@ -253,15 +259,16 @@ def load_jobs(n, seed=4):
     return Dataset(n=n, orgs=n_orgs, enabled=len(eligible), load_seconds=time.monotonic() - started)
 
 
-def reset_jobs(touched):
+def reset_jobs(touched, vacuum=True):
     """Between runs: no executions, the jobs an earlier run made due (k < touched) back in
-    the far future, and the table vacuumed (autovacuum is off on the reference machine)
-    so every run sees the same table. Returns the UPDATE's time per row."""
+    the far future, and (``vacuum``) the table vacuumed (autovacuum is off on the reference
+    machine) so every run sees the same table. Returns the UPDATE's time per row."""
     sql("TRUNCATE executions_attempt, executions_execution CASCADE")
     started = time.monotonic()
     schedule_jobs(touched, "%s::timestamptz", [datetime.now(UTC) + timedelta(days=1)])
     per_row = (time.monotonic() - started) / max(1, touched)
-    autocommit_sql("VACUUM ANALYZE jobs_job")
+    if vacuum:
+        autocommit_sql("VACUUM ANALYZE jobs_job")
     return per_row
 
 
@@ -297,6 +304,8 @@ def warm_up(ctx, count=1000):
     while any_due(datetime.now(UTC)) and time.time() < deadline:
         time.sleep(0.1)
     time.sleep(0.3)  # the last tick publishes after its commit
+    while unfinished_count() and time.time() < deadline:  # the worker (if any) has finished them
+        time.sleep(0.1)
     sql("TRUNCATE executions_attempt, executions_execution CASCADE")
     schedule_jobs(count, "%s::timestamptz", [datetime.now(UTC) + timedelta(days=1)])
     ctx.broker.flush()
@@ -304,6 +313,10 @@ def warm_up(ctx, count=1000):
 
 def queued_count():
     return sql("SELECT count(*) FROM executions_execution WHERE status = 'queued'", fetch=True)[0][0]
+
+
+def unfinished_count():
+    return sql("SELECT count(*) FROM executions_execution WHERE status IN ('queued', 'running')", fetch=True)[0][0]
 
 
 # --- Redis -------------------------------------------------------------------------------
@@ -392,8 +405,10 @@ def child_env(**extra):
     return env
 
 
-def start_schedulers(count, workdir, tag, extra_env):
-    env = child_env(SWEEPER_REPUBLISH_AFTER=3600, **extra_env)
+def start_schedulers(count, workdir, tag, extra_env, no_worker=False):
+    """``no_worker``: the bench drains the queues itself (the lag phase), so the sweeper
+    waits an hour before it re-sends a run still queued (the default: a minute)."""
+    env = child_env(**({"SWEEPER_REPUBLISH_AFTER": 3600} if no_worker else {}), **extra_env)
     return [
         Child([sys.executable, "manage.py", "run_scheduler"], env, workdir / f"{tag}-s{i}.log")
         for i in range(count)
@@ -518,76 +533,187 @@ class Context:
         autocommit_sql("CHECKPOINT")
 
 
+# --- the worker and its target ----------------------------------------------------------
+
+WORKER_CONCURRENCY = 3  # the Procfile's worker lines' default
+
+
+def start_target(workdir):
+    """The local HTTP sink of bench_delivery.py (answers 200 at once): the runs' target."""
+    import bench_delivery
+
+    return bench_delivery.start_target(workdir)
+
+
+def start_worker(ctx, tag):
+    """The Procfile's worker line (prefork, WORKER_CONCURRENCY processes), consuming every
+    plan's queues, delivering to the local sink; returns once it is ready."""
+    from apps.executions.routing import all_run_queues
+
+    queues = ",".join(all_run_queues([q for q in ctx.queues if q not in ("default", "celery")]))
+    args = [str(Path(sys.executable).with_name("celery")), "-A", "config", "worker", "--queues", queues,
+            "--hostname", f"{tag}@%h", "--pool", "prefork", "--concurrency", str(WORKER_CONCURRENCY),
+            "--loglevel", "INFO"]
+    child = Child(args, child_env(OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8", DELIVERY_HANDOFF_SECONDS=0.1,
+                                  **ctx.extra_env), ctx.workdir / f"{tag}-worker.log")
+    deadline = time.time() + 90
+    while " ready." not in Path(child.log_path).read_text(errors="replace"):
+        if time.time() > deadline or not child.alive():
+            child.stop()
+            raise RuntimeError(f"the worker did not start: see {child.log_path}")
+        time.sleep(0.2)
+    return child
+
+
 # --- phase 1: throughput -----------------------------------------------------------------
 
 @dataclass
 class ThroughputRun:
     procs: int
-    due: int
-    dispatched: int
-    seconds: float
+    due: int            # occurrences of the burst expected (enabled jobs, organization not suspended)
+    dispatched: int     # occurrences of the burst recorded and published
+    seconds: float      # from T until the last claim of the burst committed
+    vacuumed: bool = True
     rss_peak: list = field(default_factory=list)
-    duplicates: int = 0
+    lost: int = 0       # expected occurrences with no run (nor a skip) recorded
+    unfinished: int = 0  # runs of the burst the worker had not finished when the bench stopped waiting
+    skipped: int = 0    # occurrences recorded as skipped (misfire policy skip, overlap forbid)
+    retried: int = 0    # runs with more than one attempt (a retry after a failed connection is no double)
+    received: int = 0   # runs of the burst the worker had taken (claimed) when the bench stopped waiting
+    doubled: int = 0    # occurrences delivered more than once (attempts) or recorded twice
+    other_runs: int = 0  # runs of other occurrences meanwhile (e.g. the next minute's): not counted
+    claim_p50: float = float("nan")    # created_at (claim) - T
+    claim_p99: float = float("nan")
+    receipt_p50: float = float("nan")  # started_at (the worker's claim) - T
+    receipt_p99: float = float("nan")
+    received_seconds: float = float("nan")  # from T until the worker took the last one
     on_time_start: bool = True
     foreign: float = 0.0
+    load: float = 0.0   # 1-minute load average at the end of the run
 
     @property
     def rate(self):
         return self.dispatched / self.seconds if self.seconds else 0.0
 
+    @property
+    def received_rate(self):
+        return self.received / self.received_seconds if self.received_seconds == self.received_seconds else 0.0
 
-def run_throughput(ctx, due, procs, tag, timeout):
+
+def expected_burst(due):
+    """Occurrences the burst must run: jobs k < due whose organization is not suspended."""
+    return sql("""SELECT count(*) FROM bench_job b JOIN jobs_job j ON j.id = b.id
+                  JOIN accounts_organization o ON o.id = j.organization_id
+                  WHERE b.k < %s AND j.enabled AND NOT o.suspended""", [due], fetch=True)[0][0]
+
+
+#: Attempt outcomes of a request that never reached the target.
+UNSENT = ("connect_error", "dns_error")
+
+
+def burst_figures(burst_at, due):
+    """From the database once the worker is done: the burst's runs, the lost and doubled
+    ones, and the claim and receipt times of every run of the burst."""
+    expected = expected_burst(due)
+    # A retry after an attempt that never reached the target (its connection failed: the
+    # sink refuses connections when the machine is overloaded) is a retry, not a double.
+    (runs, recorded, unfinished, doubled_attempts, retried, other) = sql(
+        """SELECT count(*) FILTER (WHERE e.scheduled_for = %(at)s AND e.status <> 'skipped'),
+                  count(DISTINCT e.job_id) FILTER (WHERE e.scheduled_for = %(at)s),
+                  count(*) FILTER (WHERE e.scheduled_for = %(at)s AND e.status IN ('queued', 'running')),
+                  count(*) FILTER (WHERE e.scheduled_for = %(at)s AND (SELECT count(*) FROM executions_attempt a
+                                   WHERE a.execution_id = e.id AND a.error_kind <> ALL(%(unsent)s)) > 1),
+                  count(*) FILTER (WHERE e.scheduled_for = %(at)s AND e.attempt > 1),
+                  count(*) FILTER (WHERE e.scheduled_for <> %(at)s)
+           FROM executions_execution e""", {"at": burst_at, "unsent": list(UNSENT)}, fetch=True)[0]
+    twice = sql("""SELECT count(*) FROM (SELECT job_id FROM executions_execution WHERE scheduled_for = %s
+                   GROUP BY job_id HAVING count(*) > 1) t""", [burst_at], fetch=True)[0][0]
+    # created_at: the claim's time (published_at moves when a run is published again, e.g.
+    # after the worker held it back for its plan's concurrency limit).
+    times = sql("""SELECT extract(epoch FROM created_at - scheduled_for), extract(epoch FROM started_at - scheduled_for)
+                   FROM executions_execution WHERE scheduled_for = %s AND status <> 'skipped'""",
+                [burst_at], fetch=True)
+    claims = sorted(float(c) for c, _ in times if c is not None)
+    receipts = sorted(float(r) for _, r in times if r is not None)
+    return {
+        "expected": expected, "runs": runs, "lost": expected - recorded, "unfinished": unfinished,
+        "skipped": recorded - runs, "doubled": doubled_attempts + twice, "retried": retried,
+        "other_runs": other, "claim_p50": percentile(claims, 50), "claim_p99": percentile(claims, 99),
+        "receipt_p50": percentile(receipts, 50), "receipt_p99": percentile(receipts, 99),
+        "received_seconds": receipts[-1] if receipts else float("nan"), "received": len(receipts),
+    }
+
+
+def profile(children, tag):
+    """BENCH_PROFILE=<seconds>: py-spy samples the first scheduler from T on for that long
+    (collapsed stacks in the logs' folder, <tag>-s0.pyspy)."""
+    seconds = os.environ.get("BENCH_PROFILE")
+    if seconds:
+        pyspy = Path(sys.executable).with_name("py-spy")
+        subprocess.Popen([str(pyspy), "record", "--pid", str(children[0].popen.pid), "--duration", seconds,
+                          "--rate", "200", "--format", "raw", "--output",
+                          str(children[0].log_path.with_name(f"{tag}-s0.pyspy"))],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_throughput(ctx, due, procs, tag, timeout, vacuum=True, drain_timeout=None):
     """``due`` jobs all come due at the same instant T; ``procs`` schedulers, started
-    beforehand and idle, dispatch them. Measured from outside: from T until every queued
-    execution in the database has arrived in Redis (the bench empties the queues as it
-    goes and counts distinct ids, so a double publish would show)."""
-    update_per_row = reset_jobs(due)
+    beforehand and idle, dispatch them while a worker consumes. Measured from outside:
+    from T until no job is due at T any more (the last claim of the burst committed; its
+    publish follows at once). Then, once the worker has finished every run, the lost and
+    doubled occurrences and the claim and receipt lags, from the database."""
+    update_per_row = reset_jobs(due, vacuum=vacuum)
     ctx.prepare()
     children = start_schedulers(procs, ctx.workdir, tag, ctx.extra_env)
-    seen = set()
-    duplicates = 0
+    worker = start_worker(ctx, tag)
     try:
         wait_connected(children, time.time() + 60)
         warm_up(ctx)
         # T leaves time for the UPDATE (as long as the same one in reset_jobs, with some
-        # room) and for idle schedulers, who look at the due index every second at most.
-        burst_at = datetime.now(UTC) + timedelta(seconds=1.5 + 2 * due * update_per_row)
+        # room) and for idle schedulers, who look at the due index every second at most;
+        # and it lies early in a minute, so that the burst is over before every-minute jobs
+        # come due again (their runs are counted apart anyway).
+        now = time.time()
+        earliest = now + 1.5 + 2 * due * update_per_row
+        at = max(earliest, (earliest // 60) * 60 + 1)
+        if at > (earliest // 60) * 60 + 15:
+            at = (earliest // 60 + 1) * 60 + 1
+        burst_at = datetime.fromtimestamp(at, UTC)
         schedule_jobs(due, "%s::timestamptz", [burst_at])
         committed = time.time()
-        t0 = max(burst_at.timestamp(), committed)
+        t0 = at
         sleep_until(t0)
-        ctx.cpu.start([c.popen.pid for c in children])
-        expected = None
-        last_check = 0.0
-        last_arrival = t0
-        while True:
-            now = time.time()
-            raws = ctx.broker.drain(ctx.queues)
-            if raws:
-                last_arrival = time.time()
-                for raw in raws:
-                    for execution_id in message_ids(raw):
-                        if execution_id in seen:
-                            duplicates += 1
-                        seen.add(execution_id)
-            if expected is None and now - last_check > 0.5:
-                last_check = now
-                if not any_due(burst_at):
-                    expected = queued_count()
-            if expected is not None and len(seen) >= expected:
-                break
-            if now - t0 > timeout:
-                log(f"  timeout: {len(seen)} published, expected {expected}")
+        ctx.cpu.start([c.popen.pid for c in children] + [worker.popen.pid])
+        profile(children, tag)
+        dispatched_at = None
+        while time.time() - t0 < timeout:
+            if not any_due(burst_at):
+                dispatched_at = time.time()
                 break
             time.sleep(0.02)
+        else:
+            log(f"  timeout: jobs due at T are left after {timeout:.0f} s")
         foreign = ctx.cpu.foreign_share()
         rss = [c.memory()[0] for c in children]
+        deadline = time.time() + (drain_timeout or max(120.0, due / 200))
+        while unfinished_count() and time.time() < deadline:
+            time.sleep(0.5)
+        time.sleep(1.0)  # a late duplicate would show now
+        figures = burst_figures(burst_at, due)
+        load = os.getloadavg()[0]
     finally:
         codes = [c.stop() for c in children]
+        worker.stop(timeout=30)
     if any(code != 0 for code in codes):
         log(f"  warning: scheduler exit codes {codes} (logs in {ctx.workdir})")
-    return ThroughputRun(procs=procs, due=due, dispatched=len(seen), seconds=last_arrival - t0, rss_peak=rss,
-                         duplicates=duplicates, on_time_start=committed <= burst_at.timestamp(), foreign=foreign)
+    seconds = (dispatched_at - t0) if dispatched_at else float("nan")
+    return ThroughputRun(
+        procs=procs, due=figures["expected"], dispatched=figures["runs"], seconds=seconds, vacuumed=vacuum,
+        rss_peak=rss, lost=figures["lost"], unfinished=figures["unfinished"], skipped=figures["skipped"],
+        doubled=figures["doubled"], retried=figures["retried"], received=figures["received"], other_runs=figures["other_runs"],
+        claim_p50=figures["claim_p50"], claim_p99=figures["claim_p99"], receipt_p50=figures["receipt_p50"],
+        receipt_p99=figures["receipt_p99"], received_seconds=figures["received_seconds"],
+        on_time_start=committed <= at, foreign=foreign, load=load)
 
 
 # --- phase 2: lag at a steady rate -------------------------------------------------------
@@ -615,7 +741,7 @@ def run_lag(ctx, eligible, procs, tag, duration, touched):
     duration = jobs / STEADY_RATE
     update_per_row = reset_jobs(touched)
     ctx.prepare()
-    children = start_schedulers(procs, ctx.workdir, tag, ctx.extra_env)
+    children = start_schedulers(procs, ctx.workdir, tag, ctx.extra_env, no_worker=True)
     arrivals = []  # (arrival, [ids])
     try:
         wait_connected(children, time.time() + 60)
@@ -791,6 +917,127 @@ def run_beat(ctx, tasks, due, tag, window):
                    window=span, rss_peak=rss, finished=last_count >= due, foreign=foreign)
 
 
+# --- phase 4: the peers users would pick instead ----------------------------------------
+
+PEERS = ROOT / "bench" / "peers"
+BULLMQ_CONCURRENCY = 100
+PEER_CONFIG = {
+    "bullmq": f"BullMQ job schedulers (upsertJobScheduler, daily cron pattern with seconds), one Worker process, "
+              f"concurrency {BULLMQ_CONCURRENCY}, removeOnComplete",
+    "redbeat": "celery-redbeat RedBeatScheduler (one beat), one Celery worker with Celery's defaults (prefork, "
+               "one process per core, prefetch 4); entries schedule(run_every=1 day)",
+}
+
+
+@dataclass
+class PeerRun:
+    peer: str
+    n: int
+    received: int
+    seconds: float            # from T until the peer had nothing due at T left waiting (dispatch side)
+    received_seconds: float   # from T until the consumer recorded the last one
+    p50: float
+    p99: float
+    duplicates: int
+    lost: int
+    setup_seconds: float
+    foreign: float = 0.0
+    load: float = 0.0
+    dispatched: int = None    # when the bound ended the run first: how many it had dispatched by then
+
+    @property
+    def rate(self):
+        done = self.n if self.dispatched is None else self.dispatched
+        return done / self.seconds if self.seconds and self.seconds == self.seconds else 0.0
+
+    @property
+    def received_rate(self):
+        return self.received / self.received_seconds if self.received_seconds else 0.0
+
+
+def peer_run(peer, n, lags, seconds, duplicates, lost, setup_seconds, foreign, dispatched=None):
+    lags = sorted(lags)
+    return PeerRun(peer=peer, n=n, received=len(lags), seconds=seconds, dispatched=dispatched,
+                   received_seconds=lags[-1] if lags else float("nan"), p50=percentile(lags, 50),
+                   p99=percentile(lags, 99), duplicates=duplicates, lost=lost, setup_seconds=setup_seconds,
+                   foreign=foreign, load=os.getloadavg()[0])
+
+
+def run_bullmq(ctx, n, timeout):
+    """BullMQ (node, bench/peers/bullmq/peer.mjs): N job schedulers due at T, one Worker."""
+    ctx.prepare()
+    at = int(time.time() + 10 + n * 0.004)  # upserting runs at ~300-600/s on this machine
+    popen = subprocess.Popen(["node", "peer.mjs", os.environ["REDIS_URL"], str(n), str(at * 1000), str(timeout),
+                              str(BULLMQ_CONCURRENCY)], cwd=PEERS / "bullmq", stdout=subprocess.PIPE,
+                             stderr=open(ctx.workdir / f"bullmq-{n}.log", "ab"), start_new_session=True)
+    ctx.cpu.start([popen.pid])
+    out, _ = popen.communicate(timeout=at - time.time() + timeout + 120)
+    foreign = ctx.cpu.foreign_share()
+    data = json.loads(out.decode().strip().splitlines()[-1])
+    if "error" in data:
+        raise RuntimeError(f"bullmq: {data['error']}")
+    seconds = data["dispatch_end_ms"] / 1000 if data["dispatch_end_ms"] is not None else float("nan")
+    return peer_run("bullmq", n, [ms / 1000 for ms in data["lags"]], seconds, data["duplicates"], data["lost"],
+                    data["upsert_seconds"], foreign)
+
+
+def run_redbeat(ctx, n, timeout):
+    """celery-redbeat (bench/peers/redbeat_peer.py): N entries due at T, one beat, one worker."""
+    ctx.prepare()
+    sys.path.insert(0, str(PEERS))
+    os.environ["PEER_REDIS_URL"] = os.environ["REDIS_URL"]
+    import redbeat_peer
+
+    client = ctx.broker.client
+    env = child_env(PEER_REDIS_URL=os.environ["REDIS_URL"], PYTHONPATH=str(PEERS))
+    env.pop("DJANGO_SETTINGS_MODULE")  # Celery would load its Django fix-up: the peer has no Django
+    celery = str(Path(sys.executable).with_name("celery"))
+    worker = Child([celery, "-A", "redbeat_peer", "worker"], env, ctx.workdir / f"redbeat-{n}-worker.log",
+                   cwd=ctx.workdir)
+    beat = None
+    try:
+        deadline = time.time() + 60
+        while not client.get(redbeat_peer.READY):
+            if time.time() > deadline or not worker.alive():
+                raise RuntimeError(f"the redbeat worker did not start: see {worker.log_path}")
+            time.sleep(0.2)
+        at = datetime.fromtimestamp(int(time.time() + 8 + n * 50e-6), UTC)
+        started = time.monotonic()
+        schedule_key = redbeat_peer.load_entries(n, at)
+        setup = time.monotonic() - started
+        beat = Child([celery, "-A", "redbeat_peer", "beat", "-S", "redbeat.RedBeatScheduler"], env,
+                     ctx.workdir / f"redbeat-{n}-beat.log", cwd=ctx.workdir)
+        ctx.cpu.start([worker.popen.pid, beat.popen.pid])
+        sleep_until(at.timestamp())
+        t0 = at.timestamp()
+        dispatched_at = None
+        dispatched = None
+        while time.time() - t0 < timeout:
+            if dispatched_at is None and not redbeat_peer.due_left(client, schedule_key, at):
+                dispatched_at = time.time()
+            if dispatched_at and client.llen(redbeat_peer.RECEIPTS) >= n:
+                break
+            time.sleep(0.02)
+        else:
+            if dispatched_at is None:  # bounded: its rate is what it dispatched within the bound
+                dispatched = n - redbeat_peer.due_left(client, schedule_key, at)
+                dispatched_at = time.time()
+        time.sleep(2.0)  # a late duplicate would show now
+        foreign = ctx.cpu.foreign_share()
+        records = redbeat_peer.receipts(client)
+    finally:
+        if beat is not None:
+            beat.stop()
+        worker.stop()
+    first = {}
+    for name, when in records:
+        first.setdefault(name, when)
+    lags = [when - t0 for when in first.values()]
+    seconds = dispatched_at - t0 if dispatched_at else float("nan")
+    return peer_run("redbeat", n, lags, seconds, len(records) - len(first), n - len(first), setup, foreign,
+                    dispatched)
+
+
 # --- reporting ---------------------------------------------------------------------------
 
 def machine():
@@ -804,7 +1051,13 @@ def machine():
     import django_celery_beat
     import redis as redis_py
 
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else ""
     return {
+        "commit": (git("rev-parse", "--short", "HEAD") or "unknown") + dirty,
+        "load_at_start": "{:.1f} / {:.1f} / {:.1f}".format(*os.getloadavg()),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "nproc": os.cpu_count(),
         "cpu": cpu,
@@ -827,9 +1080,50 @@ def fmt(value, digits=0):
     return f"{value:,.{digits}f}"
 
 
-def render(meta, args, datasets, throughput, lags, beats):
+def render_peers(peers, throughput):
+    """One table per size: cronsvc (1 and 2 schedulers, vacuumed) and each peer, same run."""
+    out = ["Side by side with the peers, in the same invocation: N schedules all due at the same instant T, a "
+           "consumer that records receipt. dispatched/s = N / (T until nothing due at T is left waiting in the "
+           "scheduler's store: cronsvc's jobs table, redbeat's schedule sorted set, BullMQ's delayed set); "
+           "received/s = N / (T until the consumer recorded the last one); lag = receipt - T. Duplicates and lost "
+           "from the consumer's records (cronsvc: from the database). cronsvc's consumer delivers an HTTP request "
+           "per run; the peers' consumers only record.", ""]
+    for peer, config in PEER_CONFIG.items():
+        out.append(f"- {peer}: {config}")
+    out.append("")
+    for n, runs in peers.items():
+        ours = throughput.get((n, 1, True))
+        if not ours:
+            continue
+        ours_run = sorted(ours, key=lambda r: r.rate)[len(ours) // 2]
+        out.append(f"{n:,} jobs ({ours_run.due:,} due at once)")
+        out.append("")
+        out.append("| system | dispatched/s | received/s | lag p50 | lag p99 | duplicates | lost (peers: not received in the bound) | load avg "
+                   "| cronsvc (1 scheduler) ÷ this, dispatched/s | received/s |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for procs in (1, 2):
+            mine = throughput.get((n, procs, True))
+            if not mine:
+                continue
+            r = sorted(mine, key=lambda r: r.rate)[len(mine) // 2]
+            out.append(f"| cronsvc, {procs} scheduler{'s' if procs > 1 else ''} | **{fmt(r.rate)}** | "
+                       f"{fmt(r.received_rate)} | {r.receipt_p50:.2f} s | {r.receipt_p99:.2f} s | {r.doubled} | "
+                       f"{r.lost} | {r.load:.1f} | | |")
+        for peer in runs:
+            ratio = ours_run.rate / peer.rate if peer.rate else float("nan")
+            received_ratio = ours_run.received_rate / peer.received_rate if peer.received_rate else float("nan")
+            bounded = f" ({peer.dispatched:,} of {peer.n:,} within the bound)" if peer.dispatched is not None else ""
+            out.append(f"| {peer.peer} | **{fmt(peer.rate)}**{bounded} | {fmt(peer.received_rate)} | {peer.p50:.2f} s | "
+                       f"{peer.p99:.2f} s | {peer.duplicates} | {peer.lost} | {peer.load:.1f} | "
+                       f"**{fmt(ratio, 2)}×** | {fmt(received_ratio, 2)}× |")
+        out.append("")
+    return out
+
+
+def render(meta, args, datasets, throughput, lags, beats, peers=None):
     out = []
-    out.append(f"cronsvc scheduler benchmark — {meta['date']}{' (--quick)' if args.quick else ''}")
+    out.append(f"cronsvc scheduler benchmark — {meta['date']}{' (--quick)' if args.quick else ''}, commit "
+               f"{meta['commit']}, load average at the start {meta['load_at_start']} (1 / 5 / 15 min)")
     out.append(f"machine: {meta['nproc']} CPUs ({meta['cpu']}), {meta['memory']} RAM; Python {meta['python']}, "
                f"PostgreSQL {meta['postgres']} (autovacuum {meta['autovacuum']}, synchronous_commit "
                f"{meta['synchronous_commit']}, shared_buffers {meta['shared_buffers']}), Redis {meta['redis']}; "
@@ -844,26 +1138,35 @@ def render(meta, args, datasets, throughput, lags, beats):
     for d in datasets:
         out.append(f"| {d.n:,} | {d.orgs:,} | {d.enabled:,} | {d.load_seconds:.1f} s |")
     out.append("")
-    out.append("Dispatch throughput: `due` jobs come due at the same instant; executions created and published to Redis")
+    out.append("Dispatch throughput: the burst's occurrences (jobs due at the same instant T, organization not "
+               "suspended) recorded and published / (last claim of the burst committed - T), while a worker consumes "
+               "(the Procfile's line, prefork x3, every plan's queues, a local sink answering 200). Lost = an "
+               "occurrence of the burst with no run (nor skip) recorded; doubled = one with two runs or a run "
+               "with two attempts that reached the target (retried: more than one attempt, e.g. after a failed "
+               "connection); both from the database after every run, once the worker has finished the burst or "
+               "the bench's bound on that wait ended ('unfinished at the end'); skipped = recorded as skipped "
+               "by the job's own policy (misfire skip past its on-time window, overlap forbid). Claim lag = created_at (the claim) - T; "
+               "receipt lag = started_at (the worker's claim) - T. Other occurrences (e.g. the next minute's) are "
+               "not counted.")
     out.append("")
-    out.append("| jobs | due | schedulers | dispatches/s (median) | runs | time to drain (median) "
-               "| peak RSS per scheduler | other load |")
-    out.append("|---:|---:|---:|---:|---|---:|---:|---:|")
-    for (n, procs), runs in throughput.items():
+    out.append("| jobs | burst | schedulers | vacuum before | dispatches/s (median) | runs | to dispatch | worker "
+               "took the last | claim lag p50 / p99 | receipt lag p50 / p99 | lost | doubled | retried "
+               "| unfinished at the end | skipped | other occurrences | peak RSS | other load | load avg |")
+    out.append("|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for (n, procs, vacuumed), runs in throughput.items():
         rates = [r.rate for r in runs]
         med = statistics.median(rates)
-        secs = statistics.median([r.seconds for r in runs])
-        rss = max(max(r.rss_peak) for r in runs)
-        flags = ""
-        if any(r.duplicates for r in runs):
-            flags += f" DUPLICATES={sum(r.duplicates for r in runs)}"
-        if any(r.dispatched < r.due * 0.5 for r in runs):
-            flags += " (incomplete)"
-        if not all(r.on_time_start for r in runs):
-            flags += " (late start)"
-        out.append(f"| {n:,} | {runs[0].due:,} | {procs} | **{fmt(med)}**{flags} | "
-                   f"{', '.join(fmt(x) for x in rates)} | {secs:.2f} s | {rss:.0f} MiB | "
-                   f"{', '.join(f'{r.foreign:.0%}' for r in runs)} |")
+        mid = sorted(runs, key=lambda r: r.rate)[len(runs) // 2]
+        flags = " (late start)" if not all(r.on_time_start for r in runs) else ""
+        out.append(
+            f"| {n:,} | {runs[0].due:,} | {procs} | {'yes' if vacuumed else 'no'} | **{fmt(med)}**{flags} | "
+            f"{', '.join(fmt(x) for x in rates)} | {mid.seconds:.2f} s | {mid.received_seconds:.2f} s | "
+            f"{mid.claim_p50:.2f} / {mid.claim_p99:.2f} s | {mid.receipt_p50:.2f} / {mid.receipt_p99:.2f} s | "
+            f"{', '.join(str(r.lost) for r in runs)} | {', '.join(str(r.doubled) for r in runs)} | "
+            f"{', '.join(str(r.retried) for r in runs)} | "
+            f"{', '.join(str(r.unfinished) for r in runs)} | {', '.join(str(r.skipped) for r in runs)} | "
+            f"{', '.join(str(r.other_runs) for r in runs)} | {max(max(r.rss_peak) for r in runs):.0f} MiB | "
+            f"{', '.join(f'{r.foreign:.0%}' for r in runs)} | {', '.join(f'{r.load:.1f}' for r in runs)} |")
     out.append("")
     if lags:
         out.append(f"Dispatch lag at a steady {STEADY_RATE:,} due jobs/s "
@@ -877,7 +1180,8 @@ def render(meta, args, datasets, throughput, lags, beats):
                        f"{lag.p50 * 1000:.0f} ms | **{lag.p99 * 1000:.0f} ms** | {lag.max * 1000:.0f} ms | "
                        f"{max(lag.rss_peak):.0f} MiB | {lag.foreign:.0%} |")
         out.append("")
-    rss_rows = [(n, max(max(r.rss_peak) for r in runs)) for (n, procs), runs in throughput.items() if procs == 1]
+    rss_rows = [(n, max(max(r.rss_peak) for r in runs)) for (n, procs, vacuumed), runs in throughput.items()
+                if procs == 1 and vacuumed]
     if rss_rows:
         out.append("Scheduler peak RSS (VmHWM) vs. N, 1 scheduler after draining the burst: "
                    + ", ".join(f"{n:,} jobs: {rss:.0f} MiB" for n, rss in rss_rows))
@@ -890,13 +1194,15 @@ def render(meta, args, datasets, throughput, lags, beats):
                    "| messages/s | peak RSS | other load | cronsvc, 1 scheduler | cronsvc ÷ beat |")
         out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n, beat in beats:
-            ours = throughput.get((n, 1))
+            ours = throughput.get((n, 1, True))
             ours_rate = statistics.median([r.rate for r in ours]) if ours else float("nan")
             ratio = ours_rate / beat.rate if beat.rate and beat.rate == beat.rate else float("nan")
             out.append(f"| {n:,} | {beat.tasks:,} | {beat.due:,} | {fmt(beat.startup, 1)} s | {beat.published:,}"
                        f"{'' if beat.finished else ' (bounded)'} | {beat.window:.0f} s | {fmt(beat.rate, 1)} | "
                        f"{beat.rss_peak:.0f} MiB | {beat.foreign:.0%} | {fmt(ours_rate)}/s | **{fmt(ratio, 0)}×** |")
         out.append("")
+    if peers:
+        out.extend(render_peers(peers, throughput))
     return "\n".join(out)
 
 
@@ -934,6 +1240,17 @@ def main():
     parser.add_argument("--beat-sizes", default="10000,100000", help="sizes that also run the beat baseline")
     parser.add_argument("--beat-seconds", type=float, default=90.0, help="bound on each beat run")
     parser.add_argument("--skip-beat", action="store_true")
+    parser.add_argument("--skip-lag", action="store_true", help="skip the steady-rate lag phase")
+    parser.add_argument("--vacuum", choices=["both", "yes", "no"], default="both",
+                        help="vacuum the jobs table before each burst: both (alternating), yes or no")
+    parser.add_argument("--peer-sizes", default="10000,100000",
+                        help="sizes that also run BullMQ and celery-redbeat on the same burst ('' for none)")
+    parser.add_argument("--peers", default="bullmq,redbeat", help="which peers")
+    parser.add_argument("--peer-timeout", type=float, default=None,
+                        help="longest wait for a peer's consumer after T (s; default max(180, N / 80))")
+    parser.add_argument("--drain-timeout", type=float, default=None,
+                        help="longest wait for cronsvc's worker to finish the burst (s; default max(120, N / 200))")
+    parser.add_argument("--peers-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--quiet", type=float, default=0.25,
                         help="before each run, wait until other processes use less than this share of the CPUs (0: don't)")
     parser.add_argument("--quiet-timeout", type=float, default=300.0, help="longest wait for a quiet machine (s)")
@@ -952,9 +1269,13 @@ def main():
     procs_list = [int(p) for p in args.procs.split(",") if p]
     lag_procs = [int(p) for p in args.lag_procs.split(",") if p]
     beat_sizes = set() if args.skip_beat else {int(s) for s in args.beat_sizes.split(",") if s}
+    peer_sizes = {int(s) for s in args.peer_sizes.split(",") if s}
+    peer_names = [p for p in args.peers.split(",") if p]
+    vacuum_modes = {"both": (True, False), "yes": (True,), "no": (False,)}[args.vacuum]
     args.lag_seconds = min(args.lag_seconds, 55.0)
 
-    _, db_name, redis_url = prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench", "redis://127.0.0.1:6379/5")
+    _, db_name, redis_url = prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench", "redis://127.0.0.1:6379/5",
+                                    OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8")
     meta = machine()
     broker = Broker(redis_url)
     workdir = Path(tempfile.mkdtemp(prefix="bench-scheduler-"))
@@ -962,6 +1283,7 @@ def main():
     ctx = Context(broker=broker, queues=broker.queues(), workdir=workdir, extra_env=extra_env,
                   cpu=CpuMeter(db_name), quiet=args.quiet, quiet_timeout=args.quiet_timeout)
     log(f"logs of the child processes: {workdir}")
+    target, target_url = start_target(workdir)
 
     def measured(label, run):
         """Run; repeat (at most --retries times) when other processes loaded the machine."""
@@ -972,27 +1294,39 @@ def main():
             log(f"  {label}: other processes used {result.foreign:.0%} of the CPUs meanwhile; measuring again")
         return result
 
-    datasets, throughput, lags, beats = [], {}, [], []
+    datasets, throughput, lags, beats, peers = [], {}, [], [], {}
     started = time.monotonic()
     for n in sizes:
         log(f"loading {n:,} jobs")
-        dataset = load_jobs(n)
+        dataset = load_jobs(n, target_url)
         datasets.append(dataset)
         log(f"  {dataset.enabled:,} enabled jobs in {dataset.orgs:,} organizations, {dataset.load_seconds:.1f} s")
         due = min(dataset.enabled, args.max_due)
         for procs in procs_list:
-            runs = []
             for rep in range(args.repeat):
-                run = measured(f"n={n:,} procs={procs}", lambda: run_throughput(
-                    ctx, due, procs, f"n{n}-p{procs}-r{rep}", timeout=max(120.0, due / 500)))
-                log(f"  throughput n={n:,} due={due:,} procs={procs}: {run.dispatched:,} in {run.seconds:.2f} s "
-                    f"= {run.rate:,.0f}/s, RSS {', '.join(f'{r:.0f}' for r in run.rss_peak)} MiB, "
-                    f"other load {run.foreign:.0%}"
-                    f"{'' if run.on_time_start else ' (schedulers started late)'}"
-                    f"{f', {run.duplicates} DUPLICATES' if run.duplicates else ''}")
-                runs.append(run)
-            throughput[(n, procs)] = runs
-        for procs in lag_procs:
+                for vacuum in vacuum_modes:  # alternating: both see the same machine
+                    run = measured(f"n={n:,} procs={procs}", lambda: run_throughput(
+                        ctx, due, procs, f"n{n}-p{procs}-r{rep}-v{int(vacuum)}", timeout=max(120.0, due / 500),
+                        vacuum=vacuum, drain_timeout=args.drain_timeout))
+                    log(f"  throughput n={n:,} burst={run.due:,} procs={procs} vacuum={'yes' if vacuum else 'no'}: "
+                        f"{run.dispatched:,} in {run.seconds:.2f} s = {run.rate:,.0f}/s (worker took the last at "
+                        f"{run.received_seconds:.1f} s), lost {run.lost}, unfinished {run.unfinished}, skipped {run.skipped}, "
+                        f"doubled {run.doubled}, retried {run.retried}, other occurrences "
+                        f"{run.other_runs}, RSS {', '.join(f'{r:.0f}' for r in run.rss_peak)} MiB, other load "
+                        f"{run.foreign:.0%}, load avg {run.load:.1f}"
+                        f"{'' if run.on_time_start else ' (schedulers started late)'}")
+                    throughput.setdefault((n, procs, vacuum), []).append(run)
+        if n in peer_sizes:
+            burst = expected_burst(due)
+            for peer in peer_names:
+                runner = {"bullmq": run_bullmq, "redbeat": run_redbeat}[peer]
+                result = runner(ctx, burst, timeout=args.peer_timeout or max(180.0, burst / 80))
+                log(f"  peer {peer} n={burst:,}: dispatched in {result.seconds:.2f} s = {result.rate:,.0f}/s, "
+                    f"received {result.received:,} by {result.received_seconds:.2f} s = {result.received_rate:,.0f}/s, "
+                    f"lag p50 {result.p50:.2f} s p99 {result.p99:.2f} s, duplicates {result.duplicates}, lost "
+                    f"{result.lost}, setup {result.setup_seconds:.1f} s, load avg {result.load:.1f}")
+                peers.setdefault(n, []).append(result)
+        for procs in ([] if args.skip_lag else lag_procs):
             lag = measured(f"lag n={n:,}", lambda: run_lag(
                 ctx, dataset.enabled, procs, f"n{n}-lag-p{procs}", args.lag_seconds, touched=due))
             log(f"  lag n={n:,} procs={procs}: {lag.dispatched:,} runs at {lag.rate:,.0f}/s, p50 {lag.p50 * 1000:.0f} ms, "
@@ -1006,7 +1340,8 @@ def main():
             beats.append((n, beat))
             sql("TRUNCATE django_celery_beat_periodictask CASCADE")
     broker.flush()
-    text = render(meta, args, datasets, throughput, lags, beats)
+    os.killpg(target.pid, signal.SIGTERM)
+    text = render(meta, args, datasets, throughput, lags, beats, peers)
     text += f"\ntotal benchmark time: {(time.monotonic() - started) / 60:.1f} min\n"
     print()
     print(text)
