@@ -25,7 +25,7 @@ def _release(database_url, tmp_path):
     EMAIL_URL set, so stderr holds only what the release says)."""
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "DATABASE_URL": database_url,
            "REDIS_URL": "redis://127.0.0.1:6379/15", "SECRET_KEY": "test-only-not-secret",
-           "SITE_URL": "http://127.0.0.1:8000", "EMAIL_URL": "console://", "STATIC_ROOT": str(tmp_path / "static"),
+           "SITE_URL": "http://127.0.0.1:8000", "EMAIL_URL": "smtp://mail.example.com:587", "STATIC_ROOT": str(tmp_path / "static"),
            "LOG_FORMAT": "console"}
     return subprocess.run([sys.executable, "manage.py", "release"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)

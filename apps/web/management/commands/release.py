@@ -12,6 +12,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import OperationalError, connection
 
+from apps.sql.databases import create_database, database_exists
+
 MAINTENANCE_DATABASE = "postgres"  # the database every PostgreSQL server has, as createdb uses
 
 
@@ -37,10 +39,10 @@ class Command(BaseCommand):
         where = f"{params.get('user')}@{params.get('host') or 'localhost'}:{params.get('port') or 5432}"
         try:
             with psycopg.connect(**{**params, "dbname": MAINTENANCE_DATABASE}, autocommit=True) as server:
-                if server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+                if database_exists(server, name):
                     raise CommandError(f"release: database {name!r} on {where} refused the connection: "
                                        f"{_first_line(refused)}")
-                server.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
+                create_database(server, name)
         except psycopg.errors.InsufficientPrivilege:
             raise CommandError(
                 f"release: database {name!r} does not exist on {where} and this role may not create it; "
