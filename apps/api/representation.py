@@ -89,12 +89,9 @@ def _compile(steps):
     lines = ["def write(instance, current):", "    document = {}"]
     for n, step in enumerate(steps):
         target = f"document[{step.name!r}]"
-        inline = _INLINE.get(step.convert) if isinstance(step, _ColumnStep) else None
         if isinstance(step, _ColumnStep) and step.attname.isidentifier():
-            namespace[f"convert{n}"] = step.convert
-            value = inline.format("value") if inline else f"convert{n}(value, current)"
             lines += [f"    value = instance.{step.attname}",
-                      f"    {target} = None if value is None else {value}"]
+                      f"    {target} = None if value is None else {_conversion(step.convert, n, namespace)}"]
         elif isinstance(step, _NestedStep):  # the nested plan's own function, called directly
             namespace[f"nested{n}"] = step.plan.write
             lines.append(f"    {target} = nested{n}(instance, current)")
@@ -108,6 +105,17 @@ def _compile(steps):
     lines.append("    return document")
     exec(compile("\n".join(lines), "<representation plan>", "exec"), namespace)  # noqa: S102 - our own code
     return namespace["write"]
+
+
+def _conversion(convert, n, namespace):
+    """The expression converting ``value`` as ``convert(value, current)`` does."""
+    if convert in _INLINE:
+        return _INLINE[convert].format("value")
+    if isinstance(convert, _ByField):  # the field's own method, without the converter's call
+        namespace[f"convert{n}"] = convert.to_representation
+        return f"convert{n}(value)"
+    namespace[f"convert{n}"] = convert
+    return f"convert{n}(value, current)"
 
 
 class _FieldStep:
@@ -213,8 +221,19 @@ def _converter(field):
         return _as_is  # the foreign key's own column: the related object's pk
     if isinstance(field, relations.RelatedField):
         return None  # the column holds the related object's id, not what the field is given
-    to_representation = field.to_representation
-    return lambda value, current: to_representation(value)
+    return _ByField(field.to_representation)
+
+
+class _ByField:
+    """A column shown by its field's own ``to_representation`` (called directly by _compile)."""
+
+    __slots__ = ("to_representation",)
+
+    def __init__(self, to_representation):
+        self.to_representation = to_representation
+
+    def __call__(self, value, current):
+        return self.to_representation(value)
 
 
 def _as_text(value, current):

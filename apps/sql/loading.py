@@ -19,8 +19,8 @@ class QuickLoad:
     @classmethod
     def from_db(cls, db, field_names, values):
         attnames = cls._quick_attnames()
-        if len(values) != len(attnames) or signals.pre_init.has_listeners(cls) or \
-                signals.post_init.has_listeners(cls):
+        if len(values) != len(attnames) or ((signals.pre_init.receivers or signals.post_init.receivers) and (
+                signals.pre_init.has_listeners(cls) or signals.post_init.has_listeners(cls))):
             return super().from_db(db, field_names, values)
         new = cls.__new__(cls)
         state = ModelState()

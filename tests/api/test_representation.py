@@ -131,7 +131,8 @@ def test_plain_columns_are_written_without_a_call_per_field(varied_jobs):
 
     represent_many(JobSerializer, varied_jobs, {})  # the thread's plan
     called = functions_called(lambda: represent_many(JobSerializer, varied_jobs, {}))
-    plain = {representation._ColumnStep.__call__.__code__, representation._as_text.__code__,
+    plain = {representation._ColumnStep.__call__.__code__, representation._ByField.__call__.__code__,
+             representation._as_text.__code__,
              representation._as_int.__code__, representation._as_is.__code__}
     assert not plain & set(called)
     fields = len(list(JobSerializer(context={})._readable_fields))
