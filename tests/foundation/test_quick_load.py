@@ -79,3 +79,17 @@ def test_a_page_of_jobs_is_loaded_without_model_init(tenant, make_job):
         sys.setprofile(None)
     assert len(page) >= 5
     assert models.Model.__init__.__code__ not in called
+
+
+def test_rows_builds_the_instance_the_orm_loads(tenant, make_job):
+    """apps.sql.rows converts only the columns with converters (JSON, encrypted) and builds
+    through the model's from_db: the same values as the ORM's, secrets decrypted alike."""
+    from apps.sql import rows
+
+    job = make_job(tenant, name="built", tags=["a", "ü"], headers={"X": "1"}, secret_headers={"X-Token": "s"},
+                   auth={"type": "basic", "username": "bob", "password": "pw"})
+    sql = f'SELECT {rows.select_list(Job, "j")} FROM "{Job._meta.db_table}" j WHERE j."id" = %s'
+    assert rows.select_list(Job, "j") is rows.select_list(Job, "j")  # written once
+    (built,) = rows.fetch_one(sql, [rows.db_value(Job, "id", job.pk)], Job)
+    same(built, Job.objects.get(pk=job.pk))
+    assert built.secret_headers == {"X-Token": "s"} and built.auth["password"] == "pw"
