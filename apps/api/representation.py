@@ -111,6 +111,10 @@ def _conversion(convert, n, namespace):
     """The expression converting ``value`` as ``convert(value, current)`` does."""
     if convert in _INLINE:
         return _INLINE[convert].format("value")
+    if isinstance(convert, _Choice):  # ChoiceField.to_representation for a str, the field's own otherwise
+        namespace[f"convert{n}"] = convert.field
+        return (f"((value if value == '' else convert{n}.choice_strings_to_values.get(value, value)) "
+                f"if value.__class__ is str else convert{n}.to_representation(value))")
     if isinstance(convert, _ByField):  # the field's own method, without the converter's call
         namespace[f"convert{n}"] = convert.to_representation
         return f"convert{n}(value)"
@@ -215,6 +219,8 @@ def _converter(field):
         return _as_text
     if kind is serializers.DateTimeField:
         return _datetime_converter(field)
+    if kind is serializers.ChoiceField:
+        return _Choice(field)
     if isinstance(field, relations.PrimaryKeyRelatedField) and field.pk_field is None and \
             kind.to_representation is relations.PrimaryKeyRelatedField.to_representation and \
             field.use_pk_only_optimization():
@@ -222,6 +228,18 @@ def _converter(field):
     if isinstance(field, relations.RelatedField):
         return None  # the column holds the related object's id, not what the field is given
     return _ByField(field.to_representation)
+
+
+class _Choice:
+    """A ChoiceField's column: _compile writes DRF's lookup of a plain text value inline."""
+
+    __slots__ = ("field",)
+
+    def __init__(self, field):
+        self.field = field
+
+    def __call__(self, value, current):
+        return self.field.to_representation(value)
 
 
 class _ByField:
