@@ -13,6 +13,9 @@ with a host name in the URL, triggers) is sent at a fixed ``--rate`` by bench/op
 Figures per kind of request and for the whole mix, with the load average and the load
 generator's own CPU (it shares the machine).
 
+``--mode costs``: only the cost table below (SQL statements, Python calls and CPU per kind
+of request, in this process), e.g. with ``--executions 20000`` for a quick look.
+
 ``--mode closed`` (issue 6): each scenario alone, driven by wrk (Debian's ``wrk``: ``make
 wrk``) at 20 and 100 closed-loop connections (the throughput at saturation) and at 20 paced
 clients (each waits about ``--think-ms`` between requests). Each cell is the median of
@@ -587,9 +590,11 @@ def main():
                         help="paced clients (each waits --think-ms between requests), whose p95 the latency "
                              "targets are checked on; 0: none")
     parser.add_argument("--think-ms", type=int, default=1000, help="paced clients' think time (0.5x to 1.5x)")
-    parser.add_argument("--mode", choices=("open", "closed", "both"), default="open",
+    parser.add_argument("--mode", choices=("open", "closed", "both", "costs"), default="open",
                         help="open: the mix at a fixed --rate (issue 38's target); closed: each scenario "
-                             "alone in wrk's closed loop and paced clients (issue 6's)")
+                             "alone in wrk's closed loop and paced clients (issue 6's); costs: only the "
+                             "cost of each kind of request in this process (no server: figures a busy "
+                             "machine does not move)")
     parser.add_argument("--rate", type=int, default=500, help="open loop: requests per second of the mix")
     parser.add_argument("--history-rate", type=int, default=100, help="open loop: history pages per second")
     parser.add_argument("--open-connections", type=int, default=50, help="open loop: keep-alive connections")
@@ -606,7 +611,7 @@ def main():
     if unknown:
         sys.exit(f"unknown scenarios: {', '.join(sorted(unknown))}")
 
-    if args.mode != "open":
+    if args.mode in ("closed", "both"):
         ensure_wrk()
     prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench_api", "redis://127.0.0.1:6379/4")
     run_id = str(int(time.time()))
@@ -627,6 +632,9 @@ def main():
     print(explain, flush=True)
     context = {"job_ids": job_ids, "project": str(project.pk), "cursor": cursor, "run_id": run_id}
     costs = request_costs(key, context, org) if args.mode != "closed" else {}
+    if args.mode == "costs":
+        print(costs_table(costs))
+        return
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-api-"))
     read_paths = workdir / "read_paths.txt"

@@ -15,6 +15,7 @@ KEY_PREFIX = "csk_live_"
 LOOKUP_LENGTH = 8
 SECRET_LENGTH = 40
 _ALPHABET = string.ascii_letters + string.digits
+_ALPHABET_SET = frozenset(_ALPHABET)  # checked on every authenticated request: a set test, not a loop
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def split_key(full_key):
     if not isinstance(full_key, str) or not full_key.startswith(KEY_PREFIX):
         return None
     body = full_key[len(KEY_PREFIX):]
-    if len(body) != LOOKUP_LENGTH + SECRET_LENGTH or not all(c in _ALPHABET for c in body):
+    if len(body) != LOOKUP_LENGTH + SECRET_LENGTH or not _ALPHABET_SET.issuperset(body):
         return None
     return body[:LOOKUP_LENGTH], body[LOOKUP_LENGTH:]
 

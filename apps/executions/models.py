@@ -3,6 +3,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounts.tenancy import TenantQuerySet
+from apps.sql.loading import QuickLoad
 from cronsvc import statuses
 from cronsvc.ids import uuid7
 
@@ -32,7 +33,7 @@ class ExecutionQuerySet(TenantQuerySet):
         return self.exclude(job_id__in=DeletedJob.objects.values("job_id"))
 
 
-class Execution(models.Model):
+class Execution(QuickLoad, models.Model):
     """One run of a job: a scheduled occurrence, a manual trigger, a retry or a replay."""
 
     class Trigger(models.TextChoices):

@@ -3,6 +3,7 @@ from django.db.models import Q
 from django.utils.timezone import now
 
 from apps.accounts.encryption import EncryptedJSONField
+from apps.sql.loading import QuickLoad
 from apps.accounts.tenancy import tenant_manager
 from cronsvc.delivery.masking import SECRET_HEADER_NAMES
 from cronsvc.ids import uuid7
@@ -11,7 +12,7 @@ from cronsvc.ids import uuid7
 # (Job.secret_headers) and never shown back. A customer may mark any other header secret too.
 
 
-class Job(models.Model):
+class Job(QuickLoad, models.Model):
     """An HTTP request on a schedule, with its retry policy and its running state."""
 
     class ScheduleType(models.TextChoices):

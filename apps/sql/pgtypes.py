@@ -12,16 +12,18 @@ _NATIVE = adapters.get_loader(_TIMESTAMPTZ, Format.TEXT)  # C with psycopg[binar
 
 class UtcTimestamptzLoader(Loader):
     """psycopg's own timestamptz loader behind the ``timezone`` attribute Django checks
-    before each cursor (its C class takes no subclass)."""
+    before each cursor (its C class takes no subclass). Its ``load`` is the C loader's bound
+    method, set on the instance: psycopg takes ``loader.load`` once per result, so each value
+    is read with no Python call in between (250 on a page of 50 executions)."""
 
     timezone = dt_timezone.utc
 
     def __init__(self, oid, context=None):
         super().__init__(oid, context)
-        self._native = _NATIVE(oid, context).load
+        self.load = _NATIVE(oid, context).load
 
-    def load(self, data):
-        return self._native(data)
+    def load(self, data):  # shadowed by the instance's (the abstract method must be defined)
+        return _NATIVE(self.oid, None).load(data)
 
 
 def use_native_timestamptz_loader(sender, connection, **kwargs):

@@ -15,8 +15,10 @@ from django.db import connections
 from django.db.models import signals
 
 
+@cache
 def select_list(model, alias):
-    """The model's columns, in field order, qualified by ``alias``."""
+    """The model's columns, in field order, qualified by ``alias`` (written once per model
+    and alias: the per-request queries ask for it on every request)."""
     return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
 
 
@@ -57,27 +59,26 @@ def db_value(model, field_name, value, using="default"):
 def build(model, values, using="default"):
     """An instance of ``model`` from its columns' raw values (in ``select_list`` order)."""
     connection = connections[using]
-    converted = [
-        _convert(value, converters, field, connection)
-        for value, (field, converters) in zip(values, _converters(model, using))
-    ]
+    converted = list(values)
+    for index, field, converters in _converters(model, using):  # only the columns that have any
+        value = converted[index]
+        for converter in converters:
+            value = converter(value, field, connection)
+        converted[index] = value
     return model.from_db(using, None, converted)
-
-
-def _convert(value, converters, field, connection):
-    for converter in converters:
-        value = converter(value, field, connection)
-    return value
 
 
 @cache
 def _converters(model, using):
-    """(field, the converters the ORM would apply to its column) per concrete field."""
+    """(index, field, the converters the ORM would apply to its column) per concrete field
+    that has converters (JSON, encrypted, ...): most columns arrive as they are shown."""
     connection = connections[using]
     result = []
-    for field in model._meta.concrete_fields:
+    for index, field in enumerate(model._meta.concrete_fields):
         column = field.get_col(model._meta.db_table)
-        result.append((field, [*connection.ops.get_db_converters(column), *column.get_db_converters(connection)]))
+        converters = [*connection.ops.get_db_converters(column), *column.get_db_converters(connection)]
+        if converters:
+            result.append((index, field, converters))
     return tuple(result)
 
 

@@ -26,3 +26,29 @@ def test_malformed_keys_are_not_split():
 
 def test_keys_are_unique():
     assert len({generate_key().full_key for _ in range(200)}) == 200
+
+
+def test_one_character_outside_the_alphabet_anywhere_refuses_the_key():
+    body = generate_key().full_key[len(KEY_PREFIX):]
+    for bad in ("!", "é", "٣", " ", "-"):  # a non-ASCII digit or letter is no more ours than "!"
+        for at in (0, 20, len(body) - 1):
+            assert split_key(KEY_PREFIX + body[:at] + bad + body[at + 1:]) is None, (bad, at)
+
+
+def test_splitting_a_key_makes_no_python_call_per_character():
+    """Checked on every authenticated request: a set test, not a generator over 48 characters."""
+    import sys
+
+    key = generate_key().full_key
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        calls += event == "call"
+
+    sys.setprofile(count)
+    try:
+        split_key(key)
+    finally:
+        sys.setprofile(None)
+    assert calls <= 2, calls  # split_key itself

@@ -48,3 +48,26 @@ def test_values_equal_djangos_to_the_microsecond_and_the_timezone_object():
     assert ours == djangos
     assert [value.tzinfo for value in ours] == [dt_timezone.utc] * len(LITERALS)
     assert [value.isoformat() for value in ours] == [value.isoformat() for value in djangos]
+
+
+def test_values_are_read_without_a_python_call_each():
+    """The loader's ``load`` is the C loader's own method: no Python frame per value."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only")
+    import sys
+
+    called = set()
+
+    def record(frame, event, arg):
+        if event == "call":
+            called.add(frame.f_code)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::timestamptz FROM generate_series(1, 50)", [LITERALS[0]])
+        sys.setprofile(record)
+        try:
+            rows = cursor.fetchall()
+        finally:
+            sys.setprofile(None)
+    assert len(rows) == 50 and rows[0][0].tzinfo is dt_timezone.utc
+    assert UtcTimestamptzLoader.load.__code__ not in called

@@ -1,0 +1,38 @@
+"""Model instances loaded without ``Model.__init__``, for the rows an API page reads by the
+fifty (jobs, executions).
+
+Django builds a loaded row by calling ``Model(*values)``, whose Python loop sets every field
+one ``setattr`` at a time (about 60 calls a job) and sends pre_init and post_init. For a
+row with every column loaded and nobody listening to those signals, ``QuickLoad.from_db``
+fills the instance's ``__dict__`` in one C call instead: the same attributes, the same
+``_state``, the same instance (tests/foundation/test_quick_load.py compares them). A deferred column,
+or an init signal receiver, goes the ordinary way.
+"""
+
+from django.db.models import signals
+from django.db.models.base import ModelState
+
+
+class QuickLoad:
+    """Mix into a model (before ``models.Model``) whose rows are read many at a time."""
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        attnames = cls._quick_attnames()
+        if len(values) != len(attnames) or ((signals.pre_init.receivers or signals.post_init.receivers) and (
+                signals.pre_init.has_listeners(cls) or signals.post_init.has_listeners(cls))):
+            return super().from_db(db, field_names, values)
+        new = cls.__new__(cls)
+        state = ModelState()
+        state.adding, state.db = False, db
+        new.__dict__["_state"] = state
+        new.__dict__.update(zip(attnames, values))
+        return new
+
+    @classmethod
+    def _quick_attnames(cls):
+        attnames = cls.__dict__.get("_quick_attnames_cache")
+        if attnames is None:  # per class (a subclass has fields of its own), once the models are ready
+            attnames = tuple(field.attname for field in cls._meta.concrete_fields)
+            cls._quick_attnames_cache = attnames
+        return attnames
