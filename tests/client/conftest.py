@@ -39,7 +39,17 @@ class Web:
         served while ``action()`` ran; the session's tests run one at a time on it."""
         before = len(self.log())
         action()
-        return self.log()[before:].count(f'"GET {path} HTTP/1.1" 200')
+        return sum(1 for record in _access_records(self.log()[before:])
+                   if (record.get("method"), record.get("path"), record.get("status")) == ("GET", path, 200))
+
+
+def _access_records(log):
+    """The web process's access log records (JSON lines of the logger cronsvc.access)."""
+    for line in log.splitlines():
+        if line.startswith("{") and '"cronsvc.access"' in line:
+            record = json.loads(line)
+            if record.get("logger") == "cronsvc.access":
+                yield record
 
 
 def _answers(base):
