@@ -224,11 +224,14 @@ def _async_session(engine):
     """The loop's pooled aiohttp session (made on the loop's thread, on first use)."""
     policy = outbound_policy()
     sessions = engine.__dict__.setdefault("sessions", {})
-    if policy not in sessions:
+    # Keyed by every setting the session is built from, so a changed setting (a test's) gets its own.
+    key = (policy, settings.DELIVERY_MAX_CONNECTIONS_PER_HOST, settings.DELIVERY_CA_BUNDLE,
+           settings.DELIVERY_HOSTS_FILE)
+    if key not in sessions:
         resolver = StaticResolver(hosts_file(settings.DELIVERY_HOSTS_FILE)) if settings.DELIVERY_HOSTS_FILE else None
-        sessions[policy] = AsyncSession(policy, limit=0, ca_bundle=settings.DELIVERY_CA_BUNDLE or None,
-                                        max_per_host=settings.DELIVERY_MAX_CONNECTIONS_PER_HOST, resolver=resolver)
-    return sessions[policy]
+        sessions[key] = AsyncSession(policy, limit=0, ca_bundle=settings.DELIVERY_CA_BUNDLE or None,
+                                     max_per_host=settings.DELIVERY_MAX_CONNECTIONS_PER_HOST, resolver=resolver)
+    return sessions[key]
 
 
 async def _send_async(mailbox, run, session, policy, watch):
