@@ -170,15 +170,17 @@
   document.addEventListener("htmx:afterSettle", function (event) { init(event.target); });
   // Lists that refresh themselves (hx-trigger="every …") skip a refresh while the tab is hidden,
   // while the focus is in what their data-refresh-paused-by selector names (the search box and
-  // filters: what is typed is never swapped away) or while a run's details are open there. A
-  // trigger filter would need eval, which the Content-Security-Policy forbids.
+  // filters: what is typed is never swapped away), while a search they name is still on its way
+  // (htmx marks it htmx-request: a refresh built from the list's older query would land after it
+  // and show stale results) or while a run's details are open there. A trigger filter would need
+  // eval, which the Content-Security-Policy forbids.
   function refreshPaused(elt) {
     var selector = elt.getAttribute("data-refresh-paused-by");
     if (document.hidden) return true;
     if (!selector) return false;
     var active = document.activeElement;
     return Array.prototype.some.call(document.querySelectorAll(selector), function (el) {
-      return el.tagName === "DETAILS" || (active && el.contains(active));
+      return el.tagName === "DETAILS" || el.classList.contains("htmx-request") || (active && el.contains(active));
     });
   }
 

@@ -74,10 +74,14 @@ def test_history_search_keeps_what_is_typed_and_the_refresh_waits(signed_in, mak
         page.clock.run_for(6_000)
     page.locator("#history-list tbody tr").first.wait_for()
     page.wait_for_function("() => document.querySelectorAll('#history-list tbody tr').length === 1")
+    # "timed " finds the same one run: wait for the list the last search ("timed out") drew.
+    page.wait_for_function("() => decodeURIComponent(document.querySelector('#history-list').getAttribute('hx-get')"
+                           ".replace(/\\+/g, ' ')).includes('timed out')")
     assert search.input_value() == "timed out"
     assert polls == [], "no refresh while the search box has the focus"
 
-    page.get_by_role("heading", name="History").click()  # the focus leaves the filters
+    page.get_by_role("heading", name="History").click()  # the focus leaves the filters (a change: one more search)
+    page.wait_for_function("() => !document.querySelector('#history-filters').classList.contains('htmx-request')")
     page.clock.run_for(6_000)
     page.wait_for_timeout(300)
     assert polls
