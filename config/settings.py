@@ -537,7 +537,7 @@ DELIVERY_HANDOFF_SECONDS = env_float("DELIVERY_HANDOFF_SECONDS", 5.0)
 DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)
 # Requests one worker pool process has in flight to one host (host:port), asyncio engine;
 # its other runs for that host wait their turn, and their timeout starts when it comes.
-DELIVERY_MAX_CONNECTIONS_PER_HOST = env_int("DELIVERY_MAX_CONNECTIONS_PER_HOST", 100)
+DELIVERY_MAX_CONNECTIONS_PER_HOST = env_int("DELIVERY_MAX_CONNECTIONS_PER_HOST", 1000)
 # CA certificates (a PEM file) workers trust for HTTPS endpoints instead of certifi's.
 DELIVERY_CA_BUNDLE = env_str("DELIVERY_CA_BUNDLE", "")
 # A hosts file (/etc/hosts' format) the asyncio engine resolves names from before DNS

@@ -204,7 +204,7 @@ class AsyncSession:
     (a ``StaticResolver`` for benchmarks); the guard checks what it resolves."""
 
     def __init__(self, policy: AddressPolicy, *, limit: int = 0, ca_bundle: str | None = None,
-                 max_per_host: int = 100, resolver: aiohttp.abc.AbstractResolver | None = None) -> None:
+                 max_per_host: int = 1000, resolver: aiohttp.abc.AbstractResolver | None = None) -> None:
         self.policy = policy
         self._deadlines: TickDeadlines | None = None
         self.hosts = HostQueue(max_per_host)
