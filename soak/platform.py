@@ -86,9 +86,8 @@ def platform_processes(env, logdir, *, schedulers=2, workers=2, web_port, worker
     for n in range(1, schedulers + 1):
         processes.append(PlatformProcess(f"scheduler{n}", commands["scheduler"], env, logdir))
     for n in range(1, workers + 1):
-        # Two copies of one process type need distinct Celery node names.
-        command = commands["worker_enterprise"].replace("enterprise@%h", f"enterprise{n}@%h")
-        processes.append(PlatformProcess(f"worker{n}", command, env, logdir))
+        # The Procfile's node names carry the process id, so copies of one type never collide.
+        processes.append(PlatformProcess(f"worker{n}", commands["worker_enterprise"], env, logdir))
     processes.append(PlatformProcess("housekeeping", commands["housekeeping"], env, logdir))
     return processes
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from apps.executions import publishing
 from apps.executions.models import Execution
 from apps.executions.triggers import trigger_now
-from tests.support.processes import start_scheduler, start_worker, wait_for
+from tests.support.processes import start_procfile_process, start_scheduler, start_worker, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -111,6 +111,22 @@ def test_worker_stops_cleanly_on_sigterm(tmp_path, make_tenant, live_broker):
     os.killpg(worker.popen.pid, signal.SIGTERM)
     assert worker.popen.wait(30) == 0
     worker.stop()
+
+
+@ON_BOTH
+def test_two_copies_of_a_procfile_worker_run_side_by_side(tmp_path, live_broker):
+    """``honcho start -c worker_pro=2`` (docs/deploy.md): on RabbitMQ a Celery node's control
+    queue is exclusive, so two copies under one node name crashed the second at start."""
+    copies = [start_procfile_process(tmp_path, "worker_pro", log_name=f"pro{n}", WORKER_CONCURRENCY=1,
+                                     **live_broker.env) for n in (1, 2)]
+    try:
+        for copy in copies:
+            copy.wait_ready()
+        time.sleep(1)
+        assert [copy.popen.poll() for copy in copies] == [None, None], copies[1].output()[-3000:]
+    finally:
+        codes = [copy.stop() for copy in copies]
+    assert codes == [0, 0]
 
 
 @ON_BOTH_AND_PGBOUNCER

@@ -12,7 +12,7 @@ from django.utils import timezone
 from apps.executions.models import Execution
 from apps.observability.models import Heartbeat
 from tests.support.broker import use_private_queue
-from tests.support.processes import Process, process_env, start_scheduler, wait_for
+from tests.support.processes import Process, process_env, start_scheduler, unique_node_name, wait_for
 
 from .scrape import scrape, value
 
@@ -26,7 +26,7 @@ def start_debug_worker(tmp_path, queue, **env):
     """A worker logging JSON at DEBUG, so urllib3's line for each request is printed from the
     thread that sends it."""
     args = [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", queue, "--pool", "threads",
-            "--concurrency", "2", "--hostname", "obs@%h", "--without-mingle", "--without-gossip",
+            "--concurrency", "2", "--hostname", unique_node_name("obs"), "--without-mingle", "--without-gossip",
             "--loglevel", "DEBUG"]
     return Process(args, process_env(LOG_FORMAT="json", LOG_LEVEL="DEBUG", **env), tmp_path / "worker.log")
 

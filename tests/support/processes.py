@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from django.db import connection
@@ -70,9 +71,15 @@ def start_worker(tmp_path, queues, name="worker", concurrency=4, **env):
     """A Celery worker with the Procfile's pool (``procfile_pool``), so the tests exercise
     what production runs."""
     args = [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", ",".join(queues),
-            "--pool", procfile_pool(), "--concurrency", str(concurrency), "--hostname", f"{name}@%h",
+            "--pool", procfile_pool(), "--concurrency", str(concurrency), "--hostname", unique_node_name(name),
             "--without-mingle", "--without-gossip", "--loglevel", "INFO"]
     return Process(args, process_env(**env), tmp_path / f"{name}.log")
+
+
+def unique_node_name(name):
+    """A Celery node name no other test's worker has: on RabbitMQ a node's control queue is
+    exclusive, so two live workers of one name (parallel tests) crash the second."""
+    return f"{name}-{uuid.uuid4().hex[:8]}@%h"
 
 
 def procfile_pool(name="worker_pro"):

@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from apps.executions.models import Execution
 from apps.executions.triggers import trigger_now
 from tests.support.broker import use_private_queue
-from tests.support.processes import Process, process_env, start_scheduler, start_worker, wait_for
+from tests.support.processes import Process, process_env, start_scheduler, start_worker, unique_node_name, wait_for
 
 from .conftest import finish, run_of
 
@@ -132,7 +132,7 @@ def test_a_worker_killed_between_upstream_commit_and_downstream_publish(tmp_path
                  B={"url": target.url("/downstream")})
     fast = {**FAST, "SWEEPER_REPUBLISH_AFTER": 2}
     args = [sys.executable, "-m", "tests.workflows.crashing_worker", "--queues", queue, "--pool", "threads",
-            "--concurrency", "2", "--hostname", "doomed@%h", "--without-mingle", "--without-gossip"]
+            "--concurrency", "2", "--hostname", unique_node_name("doomed"), "--without-mingle", "--without-gossip"]
     doomed = Process(args, process_env(**fast), tmp_path / "doomed.log")
     first = trigger_now(jobs["A"])
     try:
