@@ -6,7 +6,7 @@ Redis, Celery worker processes and a local HTTP target.
     .venv/bin/python bench/bench_delivery.py [--quick]
 
 One delivery = an execution inserted as ``queued`` and published with
-``apps.executions.publishing.publish`` -> a real ``celery -A config worker`` process claims,
+``apps.executions.scheduling.publishing.publish`` -> a real ``celery -A config worker`` process claims,
 admits, sends it -> the local target receives the request -> the worker records the attempt,
 the execution's new state and the job's health. The clock starts when publishing starts and
 a delivery counts once its ``succeeded`` row is committed (the benchmark counts those rows
@@ -562,7 +562,7 @@ def postgres_pids():
 
 
 def redis_pid():
-    from apps.executions.outbound import redis_client
+    from apps.executions.shared_redis import redis_client
 
     return redis_client().info("server")["process_id"]
 
@@ -622,7 +622,7 @@ STALL_SECONDS = 30.0  # no delivery recorded for this long: the run has stalled
 
 
 def measured_run(jobs, n, target_url, meter, timeout):
-    from apps.executions.publishing import publish
+    from apps.executions.scheduling.publishing import publish
 
     ids = insert_executions(jobs, n)
     forget_breakers()  # each run starts with every host's circuit closed
@@ -701,7 +701,7 @@ def run_config(name, config, processes, jobs, target_url, url_of, n, repeat, wor
 
 
 def forget_breakers():
-    from apps.executions.outbound import redis_client
+    from apps.executions.shared_redis import redis_client
 
     client = redis_client()
     for key in client.scan_iter("cronsvc:cb:*", count=1000):
@@ -709,7 +709,7 @@ def forget_breakers():
 
 
 def flush_redis():
-    from apps.executions.outbound import redis_client
+    from apps.executions.shared_redis import redis_client
 
     redis_client().flushdb()
 
@@ -913,7 +913,7 @@ between the `delivery` markers below (`--no-readme` to skip; `--quick` never wri
 
 **End to end.** Executions are inserted as `queued` (10 enterprise organizations, 2,000
 jobs, round-robin so that a message holds distinct jobs), then published with
-`apps.executions.publishing.publish` (`PUBLISH_CHUNK` ids per message) while real
+`apps.executions.scheduling.publishing.publish` (`PUBLISH_CHUNK` ids per message) while real
 `celery -A config worker` processes run (the Procfile's worker line with its defaults, plus
 `--without-mingle --without-gossip` as in the tests). The workers claim, admit (overlap lock,
 organization concurrency cap, circuit breaker, rate limit), sign and send each request, and
@@ -1055,7 +1055,7 @@ def main():
             refused_dbs=("cronsvc_bench",), refused_redis=("0", "5"), OUTBOUND_ALLOWED_NETWORKS="127.0.0.0/8")
     from django.conf import settings
 
-    from apps.executions import publishing
+    from apps.executions.scheduling import publishing
 
     if args.chunk:
         publishing.PUBLISH_CHUNK = args.chunk

@@ -7,7 +7,7 @@ on real PostgreSQL and Redis.
     .venv/bin/python bench/bench_event_stream.py [--runs 400] [--repeat 7]
 
 Each repetition, for EVENT_STREAM off then on: ``runs`` queued executions are claimed by
-``apps.executions.delivery.claim`` in batches of 100 (one message's worth) and their
+``apps.executions.worker.batch.claim`` in batches of 100 (one message's worth) and their
 successes recorded by ``recording.record_attempts`` in groups of 100, the worker's own
 functions (no HTTP: the request is not what is measured). With the stream on, the relay then
 publishes the entries (``relay.relay_round``, XADD to a real Redis). Medians over the
@@ -51,7 +51,7 @@ def one_pass(tenant, jobs, runs, stream_on):
 
     from apps.eventstream import relay
     from apps.eventstream.models import OutboxEntry
-    from apps.executions import delivery, recording
+    from apps.executions.worker import batch, recording
     from apps.executions.models import Execution
 
     settings.EVENT_STREAM = stream_on
@@ -65,7 +65,7 @@ def one_pass(tenant, jobs, runs, stream_on):
     ids = list(Execution.objects.values_list("id", flat=True))
     claimed, started = [], time.perf_counter()
     for start in range(0, runs, GROUP):
-        claimed += delivery.claim(ids[start:start + GROUP], now)
+        claimed += batch.claim(ids[start:start + GROUP], now)
     claim_us = (time.perf_counter() - started) / runs * 1e6
     results = [recording.Result(
         execution=execution, status="succeeded", next_attempt_at=None, auto_disable_after=0,

@@ -108,7 +108,7 @@ def _one_run(world, port, backlog, args, meter):
     from django.db import connection
     from django.utils import timezone
 
-    from apps.executions import publishing
+    from apps.executions.scheduling import publishing
     from apps.executions.models import Execution
 
     Job = world["Job"]

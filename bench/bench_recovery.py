@@ -108,7 +108,7 @@ def main():
     import bench_delivery as bd
     from django.conf import settings
 
-    from apps.executions import publishing
+    from apps.executions.scheduling import publishing
     from apps.jobs.models import Job
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-recovery-"))

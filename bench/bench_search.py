@@ -258,10 +258,10 @@ def results_found(base_url, key, shapes):
 
 def recording_cost(rows, batch, rounds):
     """Microseconds per finished run recorded by the workers' set-based UPDATE
-    (apps.executions.recording._finish_many), with the search index and without it."""
+    (apps.executions.worker.recording._finish_many), with the search index and without it."""
     from django.db import connection, transaction
 
-    from apps.executions import recording
+    from apps.executions.worker import recording
     from apps.executions.models import Execution
     from apps.jobs.models import Job
 

@@ -9,9 +9,9 @@ from apps.api.accounts.views import ApiKeyViewSet, AuditEventViewSet, MemberView
 from apps.archives.api import ArchiveViewSet
 from apps.billing.api import UsageView
 from apps.badges.api import BadgeViewSet
-from apps.executions.api import DeadLetterViewSet, ExecutionViewSet, ProjectExecutionViewSet
-from apps.executions.job_api import JobViewSet  # the jobs viewset with its runs' and badge's actions
-from apps.executions.stats_api import StatsView
+from apps.executions.history.api import DeadLetterViewSet, ExecutionViewSet, ProjectExecutionViewSet
+from apps.executions.history.job_api import JobViewSet  # the jobs viewset with its runs' and badge's actions
+from apps.executions.history.stats_api import StatsView
 from apps.jobs.api import SchedulePreviewViewSet
 from apps.monitors.api import MonitorViewSet
 from apps.notifications.api import (ChannelViewSet, EventSubscriptionViewSet, JobRuleView, NotificationViewSet,

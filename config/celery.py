@@ -20,7 +20,7 @@ app.conf.update(broker_connection_max_retries=None, worker_consumer="config.cele
 
 class Consumer(CeleryConsumer):
     """Celery's consumer, with the messages it refuses dead-lettered rather than only
-    logged (apps/executions/deadletters.py) and its broker losses counted
+    logged (apps/executions/worker/deadletters.py) and its broker losses counted
     (``cronsvc_worker_broker_errors_total{kind="connection"}``). What the transport
     cannot even read is dead-lettered there (config/redis_transport.py)."""
 
@@ -50,7 +50,7 @@ class Consumer(CeleryConsumer):
 
 
 def _dead_letter(message, reason):
-    from apps.executions import deadletters
+    from apps.executions.worker import deadletters
 
     delivery = getattr(message, "delivery_info", None) or {}
     queue = delivery.get("routing_key") or delivery.get("exchange") or ""

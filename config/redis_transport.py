@@ -23,7 +23,7 @@ messages it cannot read, and never exits because of them (architecture invariant
   until Redis has memory again instead of exiting.
 - Poison messages. A message that is not JSON, not kombu's envelope, or that Celery's
   consumer fails on, used to end the worker ("Unrecoverable error") and, under honcho,
-  every other process. Here it is dead-lettered (apps/executions/deadletters.py) and
+  every other process. Here it is dead-lettered (apps/executions/worker/deadletters.py) and
   acknowledged, and the worker takes the next one. Celery's own refusals (a body it
   cannot decode, an unknown task: config/celery.py) and a run task's wrong arguments
   (apps/executions/tasks.py) are dead-lettered the same way.
@@ -170,7 +170,7 @@ class Transport(kombu_redis.Transport):
 
 
 def _dead_letter(queue, reason, raw):
-    from apps.executions import deadletters
+    from apps.executions.worker import deadletters
 
     deadletters.record(queue, reason, raw)
 

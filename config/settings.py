@@ -439,7 +439,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
 # The longest a publish holds its caller (a scheduler tick, a "run now"); what is not sent
-# by then stays queued in the database for the sweeper (apps/executions/publishing.py).
+# by then stays queued in the database for the sweeper (apps/executions/scheduling/publishing.py).
 PUBLISH_TIMEOUT = env_float("PUBLISH_TIMEOUT", 3.0)
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
@@ -520,7 +520,7 @@ if DELIVERY_EVENT_LOOP not in ("uvloop", "asyncio"):
 # Deliveries one worker pool process (a prefork child) keeps in flight (requests on its
 # loop, or its HTTP threads); a task waits for free slots before it claims its runs.
 DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 1000 if DELIVERY_ENGINE == "asyncio" else 256)
-# Script jobs (apps/executions/scripts.py): sandboxed runs one worker pool process keeps
+# Script jobs (apps/executions/worker/scripts.py): sandboxed runs one worker pool process keeps
 # going at once, on threads of their own (each blocks up to the plan's script wall time).
 SCRIPT_WORKERS = env_int("SCRIPT_WORKERS", 2)
 # The Redis key through which workers that can sandbox say so (with a TTL); the web refuses

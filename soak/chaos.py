@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: PostgreSQL aborts a claim transaction idle this long (apps/executions/scheduler.py):
+#: PostgreSQL aborts a claim transaction idle this long (apps/executions/scheduling/tick.py):
 #: a scheduler paused longer than that must find its claim gone, not act on it.
 CLAIM_IDLE_SECONDS = 10.0
 #: How long Redis is held at maxmemory (noeviction: every write refused).

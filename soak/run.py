@@ -237,7 +237,7 @@ class Soak:
             return log.read(None if end is None else max(0, end - start)).decode(errors="replace")
 
     def _dead_letters(self):
-        from apps.executions import deadletters
+        from apps.executions.worker import deadletters
 
         return deadletters.entries()
 

@@ -148,7 +148,7 @@ def utc(*args):
 @pytest.fixture
 def target():
     """A local HTTP endpoint (tests/support/target.py) for runs to reach."""
-    from apps.executions.outbound import redis_client
+    from apps.executions.shared_redis import redis_client
     from cronsvc.delivery.breaker import host_key
     from tests.support.target import start_target
 

@@ -1,6 +1,6 @@
 """/api/v1/badges/: the organization's status badges (create, list, revoke), and what a
 job's ``/api/v1/jobs/{id}/badge/`` answers (JobBadgeActions, mixed into the jobs viewset by
-apps.executions.job_api)."""
+apps.executions.history.job_api)."""
 
 from django.conf import settings
 from django.db import IntegrityError, transaction

@@ -1,6 +1,6 @@
 """The relay: the outbox published to Redis Streams, exactly once, in order.
 
-Every scheduler process calls ``relay_round`` each tick (apps.executions.loop); one of
+Every scheduler process calls ``relay_round`` each tick (apps.executions.scheduling.process); one of
 them publishes at a time, the others skip the round. A round:
 
 1. numbers the entries not numbered yet, in the order they were written, in a transaction
@@ -39,7 +39,7 @@ from .models import OutboxEntry, StreamCursor
 log = logging.getLogger("cronsvc.eventstream")
 
 BATCH = 1000
-#: per round while the scheduler has due jobs waiting: dispatch goes first (apps.executions.loop)
+#: per round while the scheduler has due jobs waiting: dispatch goes first (apps.executions.scheduling.process)
 BUSY_BATCH = 100
 #: pg_try_advisory_xact_lock key of the relay ("cronsvc events").
 LOCK_KEY = 0x63726F6E_65767473 & 0x7FFF_FFFF_FFFF_FFFF

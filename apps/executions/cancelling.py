@@ -7,7 +7,7 @@ skipped one). Nothing else needs telling for a queued run: a worker's claim take
 ``queued`` runs, and the sweeper and the scheduler republish only those, so a waiting retry
 is never sent either. A running run's worker still has its request in flight: after the
 commit a cancel flag goes to Redis (``raise_flags``), which the worker's watcher
-(apps.executions.cancel_watch) reads a few times a second to close the connection. The
+(apps.executions.worker.cancel_watch) reads a few times a second to close the connection. The
 worker's own recording then finds the run no longer ``running`` and leaves it cancelled:
 its attempt is stored (outcome ``cancelled``), no retry is scheduled, the job's health is
 untouched.
@@ -21,6 +21,7 @@ from apps.eventstream import outbox
 from . import events
 from .hooks import Outcome, run_outcome_hooks
 from .models import Execution
+from .shared_redis import redis_client
 
 S = Execution.Status
 UNFINISHED = (S.QUEUED, S.RUNNING)
@@ -89,8 +90,6 @@ def flag_key(execution_id):
 def raise_flags(execution_ids):
     """Tell the workers (through Redis) that these runs are cancelled. Without Redis
     (embedded mode) the workers ask the database instead."""
-    from .outbound import redis_client
-
     client = redis_client()
     if client is None:
         return
@@ -104,8 +103,6 @@ def raise_flags(execution_ids):
 def generation():
     """How many times flags were raised so far (None without Redis): a watcher that saw
     this count already need not read again the flags of the runs it read then."""
-    from .outbound import redis_client
-
     client = redis_client()
     if client is None:
         return None
@@ -115,8 +112,6 @@ def generation():
 def raised(execution_ids):
     """The ids among ``execution_ids`` that are cancelled: one Redis round trip, or one
     query by primary key without Redis."""
-    from .outbound import redis_client
-
     ids = list(execution_ids)
     if not ids:
         return set()

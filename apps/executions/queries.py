@@ -116,7 +116,7 @@ UPDATE_JOB_HEALTH = (
 # --- claiming (delivery.py) ---------------------------------------------------------------
 
 #: The columns a claim returns per run: the execution's own, then its job's stamp
-#: (apps.executions.jobcache) as ``job_stamp_version`` and ``job_stamp_updated_at``.
+#: (apps.executions.worker.jobcache) as ``job_stamp_version`` and ``job_stamp_updated_at``.
 CLAIMED_COLUMNS = tuple(  # in the model's field order, as Model.from_db takes them
     field.attname for field in Execution._meta.concrete_fields
     if field.attname in {"id", "job_id", "organization_id", "scheduled_for", "attempt", "trigger", "upstream_executions",
@@ -223,7 +223,7 @@ ADVANCE_JOBS = (
 
 
 
-# --- running the scheduler's statements (apps.executions.scheduler) -----------------------
+# --- running the scheduler's statements (apps.executions.scheduling.tick) -----------------------
 
 _SCHEDULE = Execution.Trigger.SCHEDULE.value
 
@@ -311,7 +311,7 @@ _SCHEDULED_EVENTS = (
 )
 
 
-# --- running the recording statements (apps.executions.recording) --------------------------
+# --- running the recording statements (apps.executions.worker.recording) --------------------------
 
 
 def _returned_ids(sql, params):

@@ -11,9 +11,9 @@ from celery.signals import (task_postrun, task_prerun, worker_process_init, work
                             worker_shutdown)
 from django.db import close_old_connections
 
-from . import deadletters, scripts
-from .delivery import run_batch, wait_for_late_runs
-from .publishing import RUN_TASK
+from .worker import deadletters, scripts
+from .worker.batch import run_batch, wait_for_late_runs
+from .scheduling.publishing import RUN_TASK
 
 PURGE_DELETED_JOB_TASK = "apps.executions.tasks.purge_deleted_job"
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ LATE_RUNS_SHUTDOWN_WAIT = 20.0
 def run_executions(self, execution_ids):
     """Run a chunk of executions published by the scheduler, the sweeper or a trigger. A
     message whose argument is not a list of execution ids is dead-lettered
-    (apps/executions/deadletters.py): the runs it may have meant stay queued in the
+    (apps/executions/worker/deadletters.py): the runs it may have meant stay queued in the
     database for the sweeper."""
     if not _are_execution_ids(execution_ids):
         delivery = self.request.delivery_info or {}

@@ -2,7 +2,7 @@
 
 A job's runs, trigger, statistics and badge (/api/v1/jobs/{id}/executions/, trigger/, stats/,
 badge/) are actions of the executions and badges apps, mixed into JobViewSet above this
-layer by apps.executions.job_api, which config/api_urls.py routes /api/v1/jobs/ to."""
+layer by apps.executions.history.job_api, which config/api_urls.py routes /api/v1/jobs/ to."""
 
 import json
 from zoneinfo import ZoneInfo

@@ -183,7 +183,7 @@ class Job(QuickLoad, models.Model):
     def save(self, *args, update_fields=None, **kwargs):
         # Every save moves updated_at, also one limited to some fields: the workers keep
         # the jobs they send for and reload one when its (version, updated_at) moved
-        # (apps/executions/jobcache.py). Django's auto_now writes only the fields named.
+        # (apps/executions/worker/jobcache.py). Django's auto_now writes only the fields named.
         if update_fields is not None:
             update_fields = {*update_fields, "updated_at"}
         super().save(*args, update_fields=update_fields, **kwargs)

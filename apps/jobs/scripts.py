@@ -92,7 +92,7 @@ def validate_kind(attrs, instance):
 
 
 def cluster_can_sandbox():
-    """Whether some worker said lately that it can sandbox (apps/executions/scripts.py
+    """Whether some worker said lately that it can sandbox (apps/executions/worker/scripts.py
     reports it); this host's own check where there is no Redis (the embedded mode)."""
     if not settings.REDIS_URL:
         return sandbox_available().ok

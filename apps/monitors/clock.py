@@ -1,4 +1,4 @@
-"""The scheduler's monitor check (called from each tick of apps.executions.loop).
+"""The scheduler's monitor check (called from each tick of apps.executions.scheduling.process).
 
 Time is a parameter: the tick's ``now``, the database's time (docs/architecture.md, "One
 clock"), so a scheduler with a skewed clock never turns a monitor late or down early. A

@@ -64,7 +64,7 @@ def send_email(recipients, subject, text):
 
 
 def post_json(url, payload, *, secret=None, msg_id=None):
-    from apps.executions.outbound import http_session, outbound_policy
+    from apps.executions.worker.outbound import http_session, outbound_policy
 
     body = json.dumps(payload, separators=(",", ":"), default=str).encode()
     headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}

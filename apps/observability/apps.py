@@ -18,7 +18,7 @@ class ObservabilityConfig(AppConfig):
         on_outcomes(count_outcomes)
 
         # Dead letters by reason and outcome hooks' exceptions by hook (a worker goes on).
-        from apps.executions.deadletters import on_dead_letter
+        from apps.executions.worker.deadletters import on_dead_letter
 
         from . import metrics
 

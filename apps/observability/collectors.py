@@ -1,5 +1,5 @@
 """Metrics computed when /metrics is scraped (web process): Celery queue depths, read from
-the broker (Redis, RabbitMQ or the embedded broker's folder: apps/executions/broker_queues.py),
+the broker (Redis, RabbitMQ or the embedded broker's folder: apps/executions/scheduling/broker_queues.py),
 the circuit breakers' states, read from Redis, and the event stream's outbox backlog, read
 from the database. The apps above observability add theirs with ``on_scrape`` (monitors by
 state: apps/monitors/gauges.py).
@@ -12,7 +12,7 @@ import logging
 
 from prometheus_client.core import GaugeMetricFamily
 
-from apps.executions.broker_queues import known_queues, queue_depths
+from apps.executions.scheduling.broker_queues import known_queues, queue_depths
 
 log = logging.getLogger("cronsvc.metrics")
 
@@ -70,7 +70,7 @@ class BreakerStateCollector:
         family = GaugeMetricFamily(
             "cronsvc_circuit_breakers", "Target hosts by circuit breaker state (closed = counting failures).",
             labels=["state"])
-        from apps.executions.outbound import redis_client
+        from apps.executions.shared_redis import redis_client
 
         client = redis_client()
         if client is not None:

@@ -15,7 +15,7 @@ from django.db.models import Count, Q
 from django.db.models.functions import TruncMinute
 from django.template.response import TemplateResponse
 
-from apps.executions.broker_queues import known_queues, queue_depths
+from apps.executions.scheduling.broker_queues import known_queues, queue_depths
 from apps.executions.models import Attempt, Execution
 from apps.sql import clock
 from cronsvc.statuses import FAILED, RAN

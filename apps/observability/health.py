@@ -12,7 +12,7 @@ from django.apps import apps
 from django.db.migrations.recorder import MigrationRecorder
 from django.http.request import validate_host
 
-from apps.executions.broker_queues import amqp_inspector, broker_client
+from apps.executions.scheduling.broker_queues import amqp_inspector, broker_client
 from apps.sql import clock
 from config.brokers import broker_kind
 

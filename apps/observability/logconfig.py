@@ -4,7 +4,7 @@ the default of embedded ``make run``).
 
 Correlation ids live in context variables: ``request_id`` (web, bound by
 RequestIdMiddleware in structlog's) and ``execution_id`` with ``job_id`` (worker: RUN, the
-executions app's own, apps/executions/logcontext.py, set for each run's request and around
+executions app's own, apps/executions/worker/logcontext.py, set for each run's request and around
 each run's recording lines), and are merged into every record logged meanwhile, including
 plain ``logging`` calls. The web's access log is one such record per request
 (apps/observability/middleware.py, logger ``cronsvc.access``), with its request id.
@@ -13,7 +13,7 @@ Imported by config/settings.py, so nothing here touches Django.
 
 import structlog
 
-from apps.executions.logcontext import RUN  # the run a worker thread is delivering or recording
+from apps.executions.worker.logcontext import RUN  # the run a worker thread is delivering or recording
 
 FORMATS = ("json", "console")
 

@@ -61,7 +61,7 @@ DEAD_LETTER_REASONS = ("not JSON", "not a kombu message", "not a Celery task mes
                        "invalid task", "wrong arguments", "the consumer failed on it")
 DEAD_LETTERS = Counter(
     "cronsvc_dead_letters_total",
-    "Messages a worker could not read and put aside (apps/executions/deadletters.py), by reason.",
+    "Messages a worker could not read and put aside (apps/executions/worker/deadletters.py), by reason.",
     ["reason"],
 )
 BROKER_TROUBLES = ("oom", "connection")  # config/redis_transport.py's broker_trouble(kind)
@@ -75,7 +75,7 @@ HOOK_ERRORS = Counter(
     "Exceptions raised by a hook riding on run outcomes (logged; the outcome is recorded without it).",
     ["hook"],
 )
-LOOP_PARTS = ("heartbeat", "retries", "relay", "sweep")  # apps/executions/loop.py's guarded parts
+LOOP_PARTS = ("heartbeat", "retries", "relay", "sweep")  # apps/executions/scheduling/process.py's guarded parts
 LOOP_ERRORS = Counter(
     "cronsvc_loop_errors_total",
     "Parts of a scheduler tick that raised (logged) while job scheduling went on, by part "

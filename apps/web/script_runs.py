@@ -1,6 +1,6 @@
 """A script job's attempt as the run page shows it.
 
-A script run records what it did in the attempt's response columns (apps/executions/scripts.py,
+A script run records what it did in the attempt's response columns (apps/executions/worker/scripts.py,
 docs/script-jobs.md): stdout as the body, and the exit code, stderr, the limit hit and the
 truncation flags as headers. ``script_run`` reads them back under their own names.
 """

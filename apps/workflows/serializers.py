@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.executions.serializers import ExecutionSerializer
+from apps.executions.history.serializers import ExecutionSerializer
 
 
 class WorkflowExecutionSerializer(ExecutionSerializer):

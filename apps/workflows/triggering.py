@@ -23,7 +23,9 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.executions import events, publishing
+from apps.executions import events
+
+from apps.executions.scheduling import publishing
 from apps.executions.models import Execution
 from apps.executions.routing import queue_for
 from apps.jobs.models import Job, JobDependency

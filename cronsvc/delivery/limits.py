@@ -85,7 +85,7 @@ class LeaseSemaphore:
         self.lease_seconds = lease_seconds
 
     # Registered on first use: a semaphore or bucket made only for its key or TTL (the
-    # batched calls in apps.executions.outbound) costs no script object and no SHA1.
+    # batched calls in apps.executions.worker.outbound) costs no script object and no SHA1.
     @cached_property
     def _acquire(self):
         return self._redis.register_script(_ACQUIRE)

@@ -19,7 +19,7 @@ from .outcome import Outcome
 
 RETRYABLE_4XX = frozenset({408, 425, 429})
 ALWAYS_RETRIED = frozenset({"http_5xx", "connect_error", "dns_error", "body_mismatch", "circuit_open",
-                            # script jobs (apps/executions/scripts.py): a non-zero exit or a limit hit
+                            # script jobs (apps/executions/worker/scripts.py): a non-zero exit or a limit hit
                             # is retried like a 5xx, and so is a sandbox that failed to start once
                             "script_exit", "cpu_limit", "oom", "process_limit", "output_limit",
                             "sandbox_failed"})

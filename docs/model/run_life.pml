@@ -154,7 +154,7 @@ byte crashes = 0;
     :: true -> skip /* lost: broker down, process killed after the commit */ \
     fi
 
-/* --- the scheduler (apps.executions.scheduler, sweeper.due_retries) ---------------------- */
+/* --- the scheduler (apps.executions.scheduling.tick, sweeper.due_retries) ---------------------- */
 
 /* publishing.py: publish after the claim transaction committed */
 #define SCHED_PUBLISH(r) :: atomic { topub[r] -> topub[r] = 0; PUBLISH(r) }
@@ -189,7 +189,7 @@ end_scheduler:
     od
 }
 
-/* --- the sweeper (apps.executions.sweeper) ------------------------------------------------ */
+/* --- the sweeper (apps.executions.scheduling.sweeper) ------------------------------------------------ */
 
 /* sweeper.stale: a queued run published long ago whose message is lost is published
    again (UPDATE ... SET published_at = now() WHERE status = 'queued' AND published_at < ...).
@@ -237,7 +237,7 @@ end_clock:
     od
 }
 
-/* --- workers (apps.executions.delivery, recording) ----------------------------------------- */
+/* --- workers (apps.executions.worker.batch, recording) ----------------------------------------- */
 
 #define RECEIVE(k) :: atomic { msgs[k] > 0 -> r = k; msgs[k]-- }
 

@@ -6,7 +6,7 @@ from datetime import date, timedelta
 import pytest
 
 from apps.billing.models import JobDayStats
-from apps.executions import stats
+from apps.executions.history import stats
 from apps.executions.models import Execution
 from tests.conftest import utc
 

@@ -7,8 +7,9 @@ import pytest
 from django.utils import timezone
 
 from apps.accounts.models import AuditEvent
-from apps.executions import cancelling, sweeper
-from apps.executions.delivery import claim
+from apps.executions import cancelling
+from apps.executions.scheduling import sweeper
+from apps.executions.worker.batch import claim
 from apps.executions.models import Execution
 from apps.accounts.apikeys import create_api_key
 from tests.api.conftest import error_of, key_client
@@ -46,7 +47,7 @@ def test_a_waiting_retry_cancelled_is_never_published_again(api, tenant, make_jo
 
 def test_a_running_run_cancelled_is_not_overwritten_by_its_worker(api, tenant, make_job):
     """The worker's recording guards on ``running``: a late result leaves the run cancelled."""
-    from apps.executions import recording
+    from apps.executions.worker import recording
 
     execution = run_of(make_job(tenant), status="running", started_at=timezone.now())
     assert cancel(api, execution).status_code == 200

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import pytest
 from django.db import connection
 
-from apps.executions import search
+from apps.executions.history import search
 from apps.executions.models import Execution
 from apps.projects.models import Project
 from cronsvc.search_query import parse

@@ -4,7 +4,7 @@ in the job form, and used by the one request spec the worker sends from."""
 import pytest
 from django.utils import timezone
 
-from apps.executions import delivery
+from apps.executions.worker import batch
 from apps.executions.models import Execution
 from apps.jobs import validation
 from apps.jobs.models import Job
@@ -67,12 +67,12 @@ def test_the_schema_documents_both(api):
 
 @pytest.mark.usefixtures("allow_loopback")
 def test_the_worker_sends_with_the_jobs_connect_timeout(tenant, make_job, target, monkeypatch):
-    assert delivery.request_spec is validation.request_spec  # one request spec
+    assert batch.request_spec is validation.request_spec  # one request spec
     specs = []
-    prepare = delivery.prepare
-    monkeypatch.setattr(delivery, "prepare", lambda spec, **kw: specs.append(spec) or prepare(spec, **kw))
+    prepare = batch.prepare
+    monkeypatch.setattr(batch, "prepare", lambda spec, **kw: specs.append(spec) or prepare(spec, **kw))
     job = make_job(tenant, url=target.url("/ok"), connect_timeout_seconds=1.25)
     run = Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=timezone.now(), queue="q")
-    delivery.run_batch([run.id])
+    batch.run_batch([run.id])
     run.refresh_from_db()
     assert run.status == "succeeded" and [spec.connect_timeout for spec in specs] == [1.25]

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from apps.accounts.models import AuditEvent
 from apps.executions.models import Execution
-from apps.executions.scheduler import claim_due
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.tick import claim_due
+from apps.executions.scheduling.triggers import trigger_now
 from apps.jobs.models import Job, JobVersion
 from tests.api.conftest import error_of, job_body
 

@@ -13,7 +13,7 @@ from rest_framework.renderers import JSONRenderer
 
 from apps.api.representation import represent_many
 from apps.executions.models import Execution
-from apps.executions.serializers import ExecutionSerializer
+from apps.executions.history.serializers import ExecutionSerializer
 from apps.jobs.models import JobDependency
 
 pytestmark = pytest.mark.django_db

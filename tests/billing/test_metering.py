@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from apps.billing.metering import meter_outcomes
 from apps.billing.models import QuotaWarning, UsageDay, UsageMonth
-from apps.executions.delivery import run_batch
+from apps.executions.worker.batch import run_batch
 from apps.executions.hooks import Outcome
 from apps.executions.models import Attempt, Execution
 from tests.conftest import utc

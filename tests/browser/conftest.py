@@ -46,7 +46,7 @@ def browser(_sync_playwright_with_django, console):
 
 @pytest.fixture
 def target():
-    from apps.executions.outbound import redis_client
+    from apps.executions.shared_redis import redis_client
     from cronsvc.delivery.breaker import host_key
 
     server = start_target()

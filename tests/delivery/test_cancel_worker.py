@@ -3,9 +3,11 @@ local endpoint, on PostgreSQL and Redis."""
 
 import pytest
 
-from apps.executions import cancelling, publishing
+from apps.executions import cancelling
+
+from apps.executions.scheduling import publishing
 from apps.executions.models import Execution
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.triggers import trigger_now
 from tests.support.processes import start_scheduler, start_worker, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

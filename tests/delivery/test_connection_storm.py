@@ -14,10 +14,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.executions import delivery
-from apps.executions.delivery import run_batch
+from apps.executions.worker import batch
+from apps.executions.worker.batch import run_batch
 from apps.executions.models import Attempt, Execution
-from apps.executions.outbound import guards, redis_client
+from apps.executions.worker.outbound import guards, redis_client
 from cronsvc.delivery.breaker import host_key
 
 pytestmark = pytest.mark.usefixtures("allow_loopback")
@@ -96,10 +96,10 @@ def slow_host():
 def storm_capacity(settings):
     """A worker process that may hold the whole storm in flight at once."""
     settings.DELIVERY_MAX_INFLIGHT = STORM
-    saved = delivery._pool["capacity"]
-    delivery._pool["capacity"] = delivery._Capacity(STORM)
+    saved = batch._pool["capacity"]
+    batch._pool["capacity"] = batch._Capacity(STORM)
     yield
-    delivery._pool["capacity"] = saved
+    batch._pool["capacity"] = saved
 
 
 def storm_of_runs(tenant, make_job, url, count):

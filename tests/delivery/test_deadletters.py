@@ -1,4 +1,4 @@
-"""The dead-letter store (apps/executions/deadletters.py) and ``manage.py deadletters``, on
+"""The dead-letter store (apps/executions/worker/deadletters.py) and ``manage.py deadletters``, on
 the test Redis (a key of each test's own)."""
 
 import json
@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.executions import deadletters
+from apps.executions.worker import deadletters
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,10 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from apps.billing.models import UsageMonth
-from apps.executions import cancel_watch, cancelling, delivery, hooks, purging, recording, sweeper
-from apps.executions.leases import Heartbeat
+from apps.executions.worker import cancel_watch, batch, recording
+from apps.executions import cancelling, hooks, purging
+from apps.executions.scheduling import sweeper
+from apps.executions.worker.leases import Heartbeat
 from apps.executions.models import Attempt, Execution
 
 _seconds = itertools.count(1)
@@ -50,10 +52,10 @@ def runs_metered(tenant):
 
 def test_every_claim_issues_a_new_token(tenant, make_job):
     execution = queued(tenant, make_job(tenant))
-    (first,) = delivery.claim([execution.id])
+    (first,) = batch.claim([execution.id])
     expire(first)
     assert sweeper.recover_expired_leases() == [(execution.id, "q")]
-    (second,) = delivery.claim([execution.id])
+    (second,) = batch.claim([execution.id])
     assert 0 < first.lease_token < second.lease_token
     assert Execution.objects.get(id=execution.id).lease_token == second.lease_token
 
@@ -61,10 +63,10 @@ def test_every_claim_issues_a_new_token(tenant, make_job):
 def test_a_superseded_workers_result_is_kept_as_history_and_changes_nothing(tenant, make_job):
     job = make_job(tenant)
     execution = queued(tenant, job)
-    (late,) = delivery.claim([execution.id])  # the worker that then stops (paused, partitioned)
+    (late,) = batch.claim([execution.id])  # the worker that then stops (paused, partitioned)
     expire(late)
     sweeper.recover_expired_leases()
-    (holder,) = delivery.claim([execution.id])  # the worker that took it over
+    (holder,) = batch.claim([execution.id])  # the worker that took it over
     metered = runs_metered(tenant)
 
     assert recording.record_attempts([result(late, "failed")]) == set()
@@ -85,7 +87,7 @@ def test_a_superseded_workers_result_is_kept_as_history_and_changes_nothing(tena
 
 def test_the_fenced_writes_of_a_claimed_run_refuse_a_stale_token(tenant, make_job):
     execution = queued(tenant, make_job(tenant))
-    (stale,) = delivery.claim([execution.id])
+    (stale,) = batch.claim([execution.id])
     Execution.objects.filter(id=execution.id).update(lease_token=stale.lease_token + 1)  # another claim since
     now = timezone.now()
     assert not recording.skip_running(stale, "overlap", now)
@@ -97,7 +99,7 @@ def test_the_fenced_writes_of_a_claimed_run_refuse_a_stale_token(tenant, make_jo
 
 def test_a_cancel_acknowledged_by_its_holder_is_the_runs_own_attempt(tenant, make_job):
     execution = queued(tenant, make_job(tenant))
-    (claimed,) = delivery.claim([execution.id])
+    (claimed,) = batch.claim([execution.id])
     cancelling.cancel(claimed, by=cancelling.cancelled_by())
     recording.record_attempts([result(claimed, "cancelled", outcome="cancelled", error_kind="cancelled")])
     (attempt,) = Attempt.objects.filter(execution_id=execution.id)
@@ -112,7 +114,7 @@ def test_the_claim_refuses_a_run_not_due_by_the_databases_clock(tenant, make_job
     early = queued(tenant, job, scheduled_for=future, published_at=timezone.now())
     retry = queued(tenant, job, attempt=1, next_attempt_at=future, published_at=timezone.now())
     # a worker's own clock 1 h ahead changes nothing: the database's decides
-    assert delivery.claim([early.id, retry.id], timezone.now() + timedelta(hours=1)) == []
+    assert batch.claim([early.id, retry.id], timezone.now() + timedelta(hours=1)) == []
     for execution in (early, retry):
         execution.refresh_from_db()
         assert (execution.status, execution.published_at, execution.next_attempt_at) == ("queued", None, future)
@@ -124,7 +126,7 @@ def test_the_claim_and_its_lease_are_on_the_databases_clock(tenant, make_job, se
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement_timestamp()")
         before = cursor.fetchone()[0]
-    delivery.claim([execution.id], timezone.now() - timedelta(days=1))  # a process clock a day behind
+    batch.claim([execution.id], timezone.now() - timedelta(days=1))  # a process clock a day behind
     execution.refresh_from_db()
     assert execution.started_at >= before
     # a short lease, whatever the job's timeout: the heartbeat renews it
@@ -133,7 +135,7 @@ def test_the_claim_and_its_lease_are_on_the_databases_clock(tenant, make_job, se
 
 def test_a_retry_waits_from_the_databases_clock(tenant, make_job):
     execution = queued(tenant, make_job(tenant))
-    (claimed,) = delivery.claim([execution.id])
+    (claimed,) = batch.claim([execution.id])
     skewed = result(claimed, "queued")
     finished = timezone.now() - timedelta(hours=1)  # the worker's clock an hour behind
     skewed = dataclasses.replace(skewed, next_attempt_at=finished + timedelta(seconds=30),
@@ -146,7 +148,7 @@ def test_a_retry_waits_from_the_databases_clock(tenant, make_job):
 def test_the_heartbeat_renews_only_the_leases_its_process_still_holds(tenant, make_job):
     job = make_job(tenant)
     kept, taken = queued(tenant, job), queued(tenant, job)
-    claimed = delivery.claim([kept.id, taken.id])
+    claimed = batch.claim([kept.id, taken.id])
     heart = Heartbeat(lease_seconds=30, thread=False)
     heart.hold(claimed)
     for execution in claimed:
@@ -157,7 +159,7 @@ def test_the_heartbeat_renews_only_the_leases_its_process_still_holds(tenant, ma
     kept.refresh_from_db()
     assert kept.lease_expires_at > timezone.now() + timedelta(seconds=25)
     assert sweeper.recover_expired_leases() == [(taken.id, "q")]
-    delivery.heartbeat().release([e.id for e in claimed])
+    batch.heartbeat().release([e.id for e in claimed])
 
 
 def test_a_run_taken_back_too_often_fails_instead_of_being_sent_forever(tenant, make_job, settings):
@@ -167,10 +169,10 @@ def test_a_run_taken_back_too_often_fails_instead_of_being_sent_forever(tenant, 
     try:
         execution = queued(tenant, make_job(tenant))
         for _ in range(2):
-            delivery.claim([execution.id])
+            batch.claim([execution.id])
             expire(execution)
             assert sweeper.recover_expired_leases() == [(execution.id, "q")]
-        delivery.claim([execution.id])
+        batch.claim([execution.id])
         expire(execution)
         assert sweeper.recover_expired_leases() == []
     finally:
@@ -184,7 +186,7 @@ def test_deleting_a_job_with_a_run_in_flight_does_not_fail_the_other_runs_record
     other = make_tenant()
     deleted_job = make_job(tenant)
     kept = queued(other, make_job(other))
-    claimed = delivery.claim([queued(tenant, deleted_job).id, kept.id])
+    claimed = batch.claim([queued(tenant, deleted_job).id, kept.id])
     purging.delete_job(deleted_job)
     assert recording.record_attempts([result(e, "succeeded") for e in claimed]) == {kept.id}
     assert Execution.objects.get(id=kept.id).status == "succeeded"
@@ -192,7 +194,7 @@ def test_deleting_a_job_with_a_run_in_flight_does_not_fail_the_other_runs_record
 
 def test_one_runs_failure_to_record_does_not_roll_back_anothers(tenant, make_job):
     job = make_job(tenant)
-    claimed = delivery.claim([queued(tenant, job).id, queued(tenant, job).id])
+    claimed = batch.claim([queued(tenant, job).id, queued(tenant, job).id])
     poisoned = claimed[0].id
 
     def failing_hook(outcomes):  # the database refusing this run's writes (a hook's own bug is only skipped)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from apps.executions.models import Execution
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.triggers import trigger_now
 from tests.support.processes import start_scheduler, start_worker, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -1,4 +1,4 @@
-"""Results recorded in groups and admission checks run for a whole batch (delivery.py,
+"""Results recorded in groups and admission checks run for a whole batch (batch.py,
 recording.record_attempts, outbound.Guards.*_many): the same outcome as one at a time."""
 
 import dataclasses
@@ -9,10 +9,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.executions import delivery, recording
-from apps.executions.delivery import run_batch
+from apps.executions.worker import batch, recording
+from apps.executions.worker.batch import run_batch
 from apps.executions.models import Attempt, Execution
-from apps.executions.outbound import guards, redis_client
+from apps.executions.worker.outbound import guards, redis_client
 
 pytestmark = pytest.mark.usefixtures("allow_loopback")
 _seconds = itertools.count(1)
@@ -150,14 +150,14 @@ def test_batched_admission_holds_back_only_the_excess(tenant, make_job, target):
     plan.save()
     job = make_job(tenant, url=target.url("/slow?seconds=0.3"))
     executions = [queued(tenant, job) for _ in range(5)]
-    runs = [delivery.Run(e) for e in delivery.claim([e.id for e in executions], timezone.now())]
-    admitted = delivery.admit_all(runs, timezone.now())
+    runs = [batch.Run(e) for e in batch.claim([e.id for e in executions], timezone.now())]
+    admitted = batch.admit_all(runs, timezone.now())
     try:
         assert len(admitted) == 3 and all(run.prepared for run in admitted)
         assert Execution.objects.filter(job=job, status="queued").count() == 2
         assert redis_client().zcard(guards().concurrency_key(tenant.organization.id)) == 3
     finally:
-        delivery.release_all(admitted)
+        batch.release_all(admitted)
     assert redis_client().zcard(guards().concurrency_key(tenant.organization.id)) == 0
 
 
@@ -179,20 +179,20 @@ def test_a_hanging_endpoint_is_handed_to_the_late_recorder(settings, tenant, mak
     wait_for(lambda: Execution.objects.get(id=slow.id).status == "succeeded", timeout=10,
              message="the late recorder to record the slow run")
     assert Attempt.objects.filter(execution_id=slow.id).count() == 1
-    assert delivery.wait_for_late_runs(5)
-    assert delivery._capacity().in_use == 0
+    assert batch.wait_for_late_runs(5)
+    assert batch._capacity().in_use == 0
     assert redis_client().zcard(guards().concurrency_key(tenant.organization.id)) == 0
 
 
 def test_a_batch_costs_the_same_queries_whatever_its_size(tenant, make_job, target, monkeypatch):
-    """No column a run reads is left out of the claim (delivery.CLAIMED_FIELDS): one would
+    """No column a run reads is left out of the claim (batch.CLAIMED_FIELDS): one would
     cost a query per run. (recording.py's statements go through psycopg directly and are
     not counted here; they are a fixed three per group. The outcome hooks may query once
     per group, so the batch is recorded as one group: results wait for each other.)"""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    monkeypatch.setattr(delivery, "GROUP_WAIT", 10.0)
+    monkeypatch.setattr(batch, "GROUP_WAIT", 10.0)
 
     def queries_for(count, **job_fields):
         executions = [queued(tenant, make_job(tenant, url=target.url("/q"), **job_fields)) for _ in range(count)]

@@ -31,8 +31,10 @@ from django.db import connection
 from django.utils import timezone
 
 import cronsvc
-from apps.executions import cancelling, delivery, purging, queries, recording, sweeper
-from apps.executions.leases import Heartbeat
+from apps.executions import cancelling, purging, queries
+from apps.executions.worker import batch, recording
+from apps.executions.scheduling import sweeper
+from apps.executions.worker.leases import Heartbeat
 from apps.executions.models import Attempt, Execution
 from cronsvc.delivery.request import prepare
 
@@ -129,7 +131,7 @@ def worker(world, number, jobs):
             _pause(rng)
             for execution in claimed:  # the requests go out
                 job = jobs[execution.job_id]
-                sent = prepare(delivery.request_spec(job), variables={}, job_id=job.id, execution_id=execution.id,
+                sent = prepare(batch.request_spec(job), variables={}, job_id=job.id, execution_id=execution.id,
                                attempt=execution.attempt + 1, scheduled_for=execution.scheduled_for,
                                signing_secrets=[], timestamp=0, version=cronsvc.__version__)
                 with world.lock:

@@ -1,4 +1,4 @@
-"""A worker keeps the jobs it sends for between batches (apps/executions/jobcache.py): a
+"""A worker keeps the jobs it sends for between batches (apps/executions/worker/jobcache.py): a
 claim loads only the jobs it does not hold as they are now, and a changed job is sent as
 changed from the next claim on."""
 
@@ -6,12 +6,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.executions import delivery
+from apps.executions.worker import batch
 from tests.delivery.test_grouping import queued
 
 
 def _claimed_job(tenant, job):
-    (execution,) = delivery.claim([queued(tenant, job).id], timezone.now())
+    (execution,) = batch.claim([queued(tenant, job).id], timezone.now())
     return execution.job
 
 
@@ -51,7 +51,7 @@ def test_a_changed_timeout_is_claimed_as_it_now_is(tenant, make_job):
     assert _claimed_job(tenant, job).timeout_seconds == 10
     job.timeout_seconds = 20
     job.save()
-    (claimed,) = delivery.claim([queued(tenant, job).id], timezone.now())
+    (claimed,) = batch.claim([queued(tenant, job).id], timezone.now())
     assert claimed.job.timeout_seconds == 20
 
 
@@ -68,8 +68,8 @@ def test_a_run_whose_job_vanished_before_the_cache_loaded_it_is_left_out(tenant,
     """A job deleted between the claim's statement and the cache's load: its run is left
     out of the batch (not a KeyError that rolls back the claim of the whole message)."""
     kept, gone = make_job(tenant, url="https://example.com/kept"), make_job(tenant, url="https://example.com/gone")
-    cache = delivery._job_cache()
+    cache = batch._job_cache()
     load = cache.current
     monkeypatch.setattr(cache, "current", lambda stamps: {k: v for k, v in load(stamps).items() if k != gone.id})
-    claimed = delivery.claim([queued(tenant, kept).id, queued(tenant, gone).id], timezone.now())
+    claimed = batch.claim([queued(tenant, kept).id, queued(tenant, gone).id], timezone.now())
     assert [execution.job.url for execution in claimed] == ["https://example.com/kept"]

@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 from standardwebhooks import Webhook
 
-from apps.executions.delivery import run_batch
+from apps.executions.worker.batch import run_batch
 from apps.executions.models import Execution
 from apps.jobs.models import Job
 
@@ -238,7 +238,7 @@ def test_circuit_opens_after_repeated_connect_failures_and_defers_runs(settings,
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/"
-    from apps.executions.outbound import guards
+    from apps.executions.worker.outbound import guards
 
     guards.cache_clear()
     try:

@@ -8,10 +8,10 @@ import uuid
 import pytest
 from django.db import connection
 
-from apps.executions import scripts
+from apps.executions.worker import scripts
 from apps.executions.models import Execution
-from apps.executions.outbound import redis_client
-from apps.executions.triggers import trigger_now
+from apps.executions.shared_redis import redis_client
+from apps.executions.scheduling.triggers import trigger_now
 from apps.jobs.models import Job
 from tests.api.conftest import error_of
 from tests.support.processes import start_scheduler, start_worker, wait_for

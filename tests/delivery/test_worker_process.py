@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.executions import publishing
+from apps.executions.scheduling import publishing
 from apps.executions.models import Execution
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.triggers import trigger_now
 from tests.support.processes import start_procfile_process, start_scheduler, start_worker, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

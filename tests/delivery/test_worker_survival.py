@@ -10,7 +10,7 @@ import pytest
 import redis as redis_lib
 from celery import Celery
 
-from apps.executions import deadletters
+from apps.executions.worker import deadletters
 from apps.executions.models import Execution
 from apps.executions.tasks import RUN_TASK
 from soak.services import PrivateRedis
@@ -121,7 +121,7 @@ def test_on_rabbitmq_what_celery_refuses_is_dead_lettered(tmp_path, private_redi
                                                           live_broker):
     from kombu import Connection
 
-    from apps.executions import publishing
+    from apps.executions.scheduling import publishing
 
     tenant = make_tenant(plan="enterprise")
     queue = live_broker.private_queue(tenant)

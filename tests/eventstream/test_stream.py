@@ -9,10 +9,10 @@ from django.utils import timezone
 
 from apps.eventstream import relay
 from apps.eventstream.models import OutboxEntry
-from apps.executions.delivery import run_batch, wait_for_late_runs
+from apps.executions.worker.batch import run_batch, wait_for_late_runs
 from apps.executions.models import Execution
-from apps.executions.scheduler import claim_due
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.tick import claim_due
+from apps.executions.scheduling.triggers import trigger_now
 
 pytestmark = pytest.mark.usefixtures("allow_loopback")
 
@@ -160,8 +160,8 @@ def test_only_one_relay_publishes_at_a_time(streams, tenant, make_job):
 
 
 def test_a_run_whose_worker_died_goes_back_to_the_queue_with_an_event(streams, tenant, make_job):
-    from apps.executions import sweeper
-    from apps.executions.delivery import claim
+    from apps.executions.scheduling import sweeper
+    from apps.executions.worker.batch import claim
 
     execution = trigger_now(make_job(tenant))
     now = timezone.now()

@@ -17,7 +17,7 @@ def lint_imports(*args):
 def test_the_layers_are_kept():
     result = lint_imports()
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 2 kept, 0 broken." in result.stdout
+    assert "Contracts: 3 kept, 0 broken." in result.stdout
 
 
 def test_no_import_is_exempted_from_the_layers():
@@ -37,3 +37,24 @@ def test_an_import_against_the_layers_breaks_the_contract(tmp_path):
     assert result.returncode == 1
     assert "Apps import only the layers below them BROKEN" in result.stdout
     assert "apps.api.authentication -> apps.accounts" in result.stdout, result.stdout
+
+
+def test_history_importing_the_worker_breaks_its_contract(tmp_path):
+    """The executions rooms (docs/architecture.md): a history module reaching into the
+    worker, directly or through another module, is reported."""
+    package = tmp_path / "apps"
+    (package / "executions" / "history").mkdir(parents=True)
+    (package / "executions" / "worker").mkdir()
+    for init in ("", "executions/", "executions/history/", "executions/worker/"):
+        (package / init / "__init__.py").write_text("")
+    (package / "executions" / "go_between.py").write_text("from apps.executions.worker import batch\n")
+    (package / "executions" / "worker" / "batch.py").write_text("")
+    (package / "executions" / "history" / "api.py").write_text("from apps.executions import go_between\n")
+    config = (ROOT / ".importlinter").read_text()
+    contract = config[config.index("[importlinter:contract:history-not-worker]"):]
+    (tmp_path / "rooms.ini").write_text(f"[importlinter]\nroot_packages =\n    apps\n\n{contract}")
+    result = subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(tmp_path / "rooms.ini")],
+                            cwd=tmp_path, capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}, timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "apps.executions.history.api -> apps.executions.go_between" in result.stdout, result.stdout

@@ -1,5 +1,5 @@
 """Notification fixtures: a local endpoint (the channel's and the subscriber's), loopback
-allowed for it, and helpers to run a job's executions in-process (apps.executions.delivery)."""
+allowed for it, and helpers to run a job's executions in-process (apps.executions.worker.batch)."""
 
 import pytest
 from django.utils import timezone
@@ -35,7 +35,7 @@ def queued(job, **fields):
 
 def run(*executions):
     """Run these executions as one worker batch, in this process."""
-    from apps.executions.delivery import run_batch
+    from apps.executions.worker.batch import run_batch
 
     run_batch([e.id for e in executions])
     for execution in executions:

@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 
 from apps.executions.models import Attempt, Execution
-from apps.executions.scheduler import claim_due
-from apps.executions.stats import window_stats
+from apps.executions.scheduling.tick import claim_due
+from apps.executions.history.stats import window_stats
 from apps.jobs.scheduling import job_jitter
 from apps.notifications.models import Notification
 from apps.notifications.services import set_rule

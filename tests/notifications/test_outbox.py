@@ -8,7 +8,7 @@ import pytest
 from django.db import connections, transaction
 from standardwebhooks import Webhook
 
-from apps.executions.outbound import redis_client
+from apps.executions.shared_redis import redis_client
 from apps.notifications.models import EventSubscription, OutboxEvent
 from apps.notifications.sending import deliver_event
 from apps.notifications.services import save_subscription

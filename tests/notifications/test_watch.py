@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.executions.outbound import redis_client
+from apps.executions.shared_redis import redis_client
 from apps.notifications.models import AlertState, Notification
 from apps.notifications.services import set_rule
 from apps.notifications.watch import late_and_long, reminders, resend_due

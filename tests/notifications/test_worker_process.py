@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.executions import publishing
+from apps.executions.scheduling import publishing
 from apps.executions.models import Execution
 from apps.notifications.models import Channel, EventSubscription, Notification, OutboxEvent
 from apps.notifications.services import save_channel, save_subscription

@@ -10,7 +10,7 @@ import logging.config
 import pytest
 import structlog
 
-from apps.executions.logcontext import RUN
+from apps.executions.worker.logcontext import RUN
 from apps.observability.logconfig import logging_config
 
 pytestmark = pytest.mark.django_db
@@ -104,12 +104,12 @@ def test_a_workers_lines_about_a_run_carry_its_execution_and_job(tenant, make_jo
     before its attempt was recorded: every line about them names the execution and the job."""
     from django.db.models import F
 
-    from apps.executions.delivery import run_batch
+    from apps.executions.worker.batch import run_batch
     from apps.executions.models import Execution
     from django.utils import timezone
 
     from tests.delivery.test_grouping import queued, result
-    from apps.executions import recording
+    from apps.executions.worker import recording
 
     job = make_job(tenant, url=target.url("/ok"))
     delivered = queued(tenant, job)

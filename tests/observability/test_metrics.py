@@ -6,7 +6,7 @@ from django.utils import timezone
 from prometheus_client import CollectorRegistry, Histogram
 
 from apps.executions.hooks import Outcome
-from apps.executions.outbound import redis_client
+from apps.executions.shared_redis import redis_client
 from apps.observability import metrics
 from apps.observability.outcomes import on_outcomes
 from apps.observability.views import _address_allowed, _networks
@@ -127,7 +127,7 @@ def test_queue_depth_counts_waiting_messages(client, metrics_open, tenant):
 
 
 def test_embedded_broker_folder_depths(tmp_path):
-    from apps.executions.broker_queues import _folder_depths
+    from apps.executions.scheduling.broker_queues import _folder_depths
 
     for name in ("1_a.runs.free.msg", "2_b.runs.free.msg", "3_c.default.msg", "junk.txt"):
         (tmp_path / name).write_text("x")

@@ -11,8 +11,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from apps.executions import scheduler
-from apps.executions.loop import SchedulerLoop
+from apps.executions.scheduling import tick
+from apps.executions.scheduling.process import SchedulerLoop
 from apps.executions.models import Execution
 from tests.support.broker import use_private_queue
 from tests.support.processes import test_database_url as database_url
@@ -24,7 +24,7 @@ def test_scheduler_backs_off_when_its_session_dies_inside_a_claim(monkeypatch, m
     tenant = make_tenant(plan="enterprise")
     queue = use_private_queue(tenant)
     job = make_job(tenant, next_run_at=timezone.now())
-    limit_idle_time = scheduler._limit_idle_time
+    limit_idle_time = tick._limit_idle_time
     killed = []
 
     def limit_then_lose_the_session():
@@ -35,7 +35,7 @@ def test_scheduler_backs_off_when_its_session_dies_inside_a_claim(monkeypatch, m
                 admin.execute("SELECT pg_terminate_backend(%s)", [pid])
             killed.append(pid)
 
-    monkeypatch.setattr(scheduler, "_limit_idle_time", limit_then_lose_the_session)
+    monkeypatch.setattr(tick, "_limit_idle_time", limit_then_lose_the_session)
     loop = SchedulerLoop(max_sleep=0.0, sweep_interval=3600)
     loop.run(max_ticks=2)  # the first tick loses its session; the second claims the job
     assert killed

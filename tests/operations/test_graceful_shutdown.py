@@ -17,7 +17,7 @@ import pytest
 from django.utils import timezone
 
 from apps.executions.models import Execution
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.triggers import trigger_now
 from apps.jobs.models import Job
 from tests.support.broker import use_private_queue
 from tests.support.processes import (Process, free_port, process_env, procfile_command, start_procfile_process,

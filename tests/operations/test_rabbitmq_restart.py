@@ -15,8 +15,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.executions import publishing
-from apps.executions.broker_queues import AmqpInspector
+from apps.executions.scheduling import publishing
+from apps.executions.scheduling.broker_queues import AmqpInspector
 from apps.executions.models import Execution
 from soak.services import PrivateRabbitMQ
 from tests.support.broker import AmqpBroker, publishing_to, queued_runs, use_private_queue
@@ -102,7 +102,7 @@ def test_a_publish_rabbitmq_refuses_counts_as_failed(rabbitmq, tenant, make_job,
                                     scheduled_for=timezone.now() - timedelta(seconds=i + 1)).id for i in range(count)]
     rabbitmq.ctl("set_policy", "--apply-to", "queues", f"full-{queue}", f"^{queue}$",
                  '{"max-length": 1, "overflow": "reject-publish"}')
-    with publishing_to(rabbitmq.url), caplog.at_level(logging.ERROR, logger="apps.executions.publishing"):
+    with publishing_to(rabbitmq.url), caplog.at_level(logging.ERROR, logger="apps.executions.scheduling.publishing"):
         sent = publishing.publish({queue: ids})  # two messages: a full chunk, then 50
     assert sent == publishing.PUBLISH_CHUNK
     assert f"publish failed: 50 of {count} ids" in caplog.text

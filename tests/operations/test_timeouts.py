@@ -44,8 +44,8 @@ def test_connecting_to_a_database_that_never_answers_fails_within_the_connect_ti
 
 def redis_clients():
     from apps.eventstream import relay
-    from apps.executions.broker_queues import broker_client
-    from apps.executions.outbound import redis_client
+    from apps.executions.scheduling.broker_queues import broker_client
+    from apps.executions.shared_redis import redis_client
     from apps.jobs.scripts import _redis
 
     return {

@@ -6,7 +6,7 @@ import pytest
 
 from apps.accounts.services import suspend_organization
 from apps.executions.models import Execution
-from apps.executions.scheduler import claim_due
+from apps.executions.scheduling.tick import claim_due
 from apps.jobs.models import Job
 from apps.jobs.scheduling import due_time, next_occurrence
 from apps.jobs.services import pause_job, resume_job

@@ -12,9 +12,9 @@ import pytest
 from django.utils import timezone
 
 from apps.executions import hooks
-from apps.executions.loop import SchedulerLoop
+from apps.executions.scheduling.process import SchedulerLoop
 from apps.executions.models import Execution
-from apps.executions.scheduler import MAX_DUE_SCAN, claim_due
+from apps.executions.scheduling.tick import MAX_DUE_SCAN, claim_due
 from apps.jobs.models import Job
 from apps.observability import clock as skew_report
 from apps.observability.metrics import LOOP_ERRORS

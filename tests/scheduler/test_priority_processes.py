@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.executions import publishing
+from apps.executions.scheduling import publishing
 from apps.executions.models import Execution
 from apps.executions.routing import priority_queues, queue_for
 from apps.jobs.models import Job

@@ -8,10 +8,10 @@ import pytest
 from django.db import transaction
 
 from apps.billing.models import Plan
-from apps.executions.loop import SchedulerLoop
+from apps.executions.scheduling.process import SchedulerLoop
 from apps.executions.models import Execution
 from apps.executions.routing import queue_for
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.triggers import trigger_now
 from apps.accounts.services import change_plan
 from tests.conftest import utc
 
@@ -71,7 +71,7 @@ def test_trigger_now_publishes_after_commit(tenant, make_job, private_queue, bro
 def test_sweeper_republishes_unpublished_and_stale_runs_once(tenant, make_job, private_queue, broker):
     from datetime import timedelta
 
-    from apps.executions.sweeper import due_retries, stale
+    from apps.executions.scheduling.sweeper import due_retries, stale
 
     job = make_job(tenant)
     org = tenant.organization
@@ -98,7 +98,7 @@ def test_sweeper_republishes_unpublished_and_stale_runs_once(tenant, make_job, p
 def test_sweeper_hands_back_runs_whose_worker_died(tenant, make_job):
     from datetime import timedelta
 
-    from apps.executions.sweeper import recover_expired_leases
+    from apps.executions.scheduling.sweeper import recover_expired_leases
 
     job = make_job(tenant)
     org = tenant.organization
@@ -115,7 +115,7 @@ def test_sweeper_hands_back_runs_whose_worker_died(tenant, make_job):
 def test_sweeper_republishes_sooner_from_a_queue_with_nothing_waiting(tenant, make_job, private_queue):
     from datetime import timedelta
 
-    from apps.executions.sweeper import stale
+    from apps.executions.scheduling.sweeper import stale
 
     job = make_job(tenant)
     org = tenant.organization

@@ -4,8 +4,8 @@ test on a queue of its own)."""
 import pytest
 from amqp.exceptions import PreconditionFailed
 
-from apps.executions import publishing
-from apps.executions.broker_queues import queue_depths
+from apps.executions.scheduling import publishing
+from apps.executions.scheduling.broker_queues import queue_depths
 from tests.support.broker import queued_runs
 from tests.support.processes import wait_for
 

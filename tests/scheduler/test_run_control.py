@@ -5,10 +5,10 @@ PostgreSQL."""
 import uuid
 from datetime import timedelta
 
-from apps.executions import publishing, sweeper
+from apps.executions.scheduling import publishing, sweeper
 from apps.executions.models import Execution
-from apps.executions.overload import overloaded_queues
-from apps.executions.scheduler import claim_due
+from apps.executions.scheduling.overload import overloaded_queues
+from apps.executions.scheduling.tick import claim_due
 from apps.jobs.models import Job
 from tests.conftest import utc
 
@@ -99,7 +99,7 @@ def test_overload_counts_a_plan_queue_with_its_sub_queues():
 
 def test_low_runs_go_out_in_small_messages(private_queue, broker):
     """A worker process takes a high message only between two messages: small low ones
-    keep that wait short (apps.executions.publishing.LOW_PRIORITY_CHUNK)."""
+    keep that wait short (apps.executions.scheduling.publishing.LOW_PRIORITY_CHUNK)."""
     low = f"{private_queue}--low"
     try:
         sent = publishing.publish({low: [uuid.uuid4() for _ in range(25)],

@@ -4,9 +4,9 @@ a real local endpoint); another organization's share is its own."""
 import pytest
 from django.utils import timezone
 
-from apps.executions.delivery import run_batch
+from apps.executions.worker.batch import run_batch
 from apps.executions.models import Execution
-from apps.executions.outbound import redis_client
+from apps.executions.shared_redis import redis_client
 from cronsvc.delivery.breaker import host_key
 from tests.support.target import start_target
 

@@ -4,7 +4,7 @@ every surface that reaches out, get the same verdict under the same settings.
 The surfaces, each as a customer or a script reaches it: a job saved through the API; a run
 delivered by the worker's own code (run_batch, both engines, real PostgreSQL and Redis); a
 channel saved through the API and a channel's test message sent; a script's request through
-the egress proxy the worker starts (apps.executions.scripts.egress_rules); single sign-on's
+the egress proxy the worker starts (apps.executions.worker.scripts.egress_rules); single sign-on's
 discovery fetch (apps.accounts.sso.http, cronsvc.oidc). Each says "refused" (the outbound
 guard refused the target: its address or port, or a host spelt in a way parsers disagree
 on) or "allowed" (it did not: the request went out, or failed on the way for another
@@ -25,10 +25,10 @@ import pytest
 from django.utils import timezone
 
 from apps.accounts import sso
-from apps.executions.delivery import run_batch
+from apps.executions.worker.batch import run_batch
 from apps.executions.models import Execution
-from apps.executions.outbound import redis_client
-from apps.executions.scripts import egress_rules
+from apps.executions.shared_redis import redis_client
+from apps.executions.worker.scripts import egress_rules
 from apps.notifications.models import Channel
 from cronsvc import oidc
 from cronsvc.delivery import guard

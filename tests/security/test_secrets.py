@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from apps.accounts import gdpr
 from apps.accounts.models import AuditEvent, DataExport
-from apps.executions.delivery import run_batch
+from apps.executions.worker.batch import run_batch
 from apps.executions.models import Attempt, Execution
-from apps.executions.outbound import redis_client
+from apps.executions.shared_redis import redis_client
 from apps.jobs.models import Job
 from cronsvc.delivery.breaker import host_key
 from tests.api.conftest import job_body

@@ -4,7 +4,7 @@ Sentry without them: the objects in its frames are scrubbed as well as plain dic
 import pytest
 import sentry_sdk
 
-from apps.executions.delivery import request_spec
+from apps.executions.worker.batch import request_spec
 from apps.jobs.models import Job
 from cronsvc.delivery.request import prepare
 from tests.observability.test_sentry import transport  # noqa: F401 - the capturing Sentry

@@ -163,7 +163,7 @@ def broker_under_test(kind):
 
 @contextmanager
 def publishing_to(url):
-    """This process's publishing (apps/executions/publishing.py, which trigger_now and the
+    """This process's publishing (apps/executions/scheduling/publishing.py, which trigger_now and the
     sweeper use) goes to ``url`` through a second Celery app configured from the settings
     as config/settings.py sets them for that URL; back afterwards."""
     from unittest import mock
@@ -171,7 +171,7 @@ def publishing_to(url):
     from celery import Celery
     from django.test import override_settings
 
-    from apps.executions import publishing
+    from apps.executions.scheduling import publishing
     from config.brokers import AMQP_TRANSPORT_OPTIONS, broker_kind
 
     if broker_kind(url) != "amqp":  # the test settings' own broker (Redis): nothing to switch

@@ -10,9 +10,9 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from apps.accounts.models import AuditEvent
-from apps.executions import scripts
+from apps.executions.worker import scripts
 from apps.executions.models import Attempt, Execution
-from apps.executions.outbound import redis_client
+from apps.executions.shared_redis import redis_client
 from apps.jobs.models import Job
 from cronsvc.delivery.masking import MASK
 from cronsvc.sandbox import Reason, Result
@@ -51,7 +51,7 @@ def _own_report_key(settings):
 
 @pytest.fixture
 def sandbox_reported(settings):
-    """What a worker that can sandbox says (apps/executions/scripts.report_availability)."""
+    """What a worker that can sandbox says (apps/executions/worker/scripts.report_availability)."""
     redis_client().set(settings.SANDBOX_REPORT_KEY, "v1", ex=scripts.AVAILABLE_TTL)
 
 

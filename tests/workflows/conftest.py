@@ -1,6 +1,6 @@
 import pytest
 
-from apps.executions import recording
+from apps.executions.worker import recording
 from apps.executions.models import Execution
 from apps.jobs.models import Job, JobDependency
 

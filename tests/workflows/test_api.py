@@ -5,7 +5,7 @@ import uuid
 import pytest
 
 from apps.executions.models import Execution
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.triggers import trigger_now
 from apps.jobs.models import JobDependency
 from apps.projects.models import Project
 from tests.api.conftest import error_of, job_body, key_client

@@ -3,7 +3,7 @@
 import pytest
 
 from apps.executions.models import Execution
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.triggers import trigger_now
 from apps.jobs.models import Job, JobDependency
 from tests.web.conftest import _private_web_counters, job_form, web_client  # noqa: F401 (fixtures)
 

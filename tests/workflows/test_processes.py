@@ -10,7 +10,7 @@ import pytest
 from django.db import connection, transaction
 
 from apps.executions.models import Execution
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.triggers import trigger_now
 from tests.support.broker import use_private_queue
 from tests.support.processes import Process, process_env, start_scheduler, start_worker, unique_node_name, wait_for
 

@@ -1,13 +1,13 @@
 """Downstream jobs decided in the transaction that records their upstreams' outcomes
-(real PostgreSQL; the worker's recording path, apps.executions.recording)."""
+(real PostgreSQL; the worker's recording path, apps.executions.worker.recording)."""
 
 import pytest
 from django.utils import timezone
 
-from apps.executions import delivery
+from apps.executions.worker import batch
 from apps.executions.hooks import Outcome
 from apps.executions.models import Execution
-from apps.executions.triggers import trigger_now
+from apps.executions.scheduling.triggers import trigger_now
 from apps.workflows.triggering import start_downstream
 
 from .conftest import finish, run_of
@@ -172,7 +172,7 @@ def test_data_passing_into_the_downstream_body(tenant, chain, body_format, templ
                    body='{"rows": {"total": 42}, "name": "a \\"quoted\\" & <b>"}')
     load = run_of(jobs["Load"], first.id).get()
     now = timezone.now()
-    (claimed,) = delivery.claim([load.id], now)
-    run = delivery.Run(execution=claimed)
-    assert delivery._prepare(run, now)
+    (claimed,) = batch.claim([load.id], now)
+    run = batch.Run(execution=claimed)
+    assert batch._prepare(run, now)
     assert run.prepared.body == expected

@@ -24,13 +24,13 @@ from django.views.decorators.http import require_GET, require_POST
 import cronsvc
 from apps.api.audit import audit
 from apps.api.errors import PlanLimitExceeded
-from apps.executions.api import ExecutionFilter
-from apps.executions.delivery import request_spec, success_criteria
+from apps.executions.history.api import ExecutionFilter
+from apps.executions.worker.batch import request_spec, success_criteria
 from apps.executions.lateness import lateness_seconds, with_first_start
 from apps.notifications.dispatch import mail_configured, unheard_projects
 from apps.executions.models import Execution
-from apps.executions.outbound import http_session, outbound_policy
-from apps.executions.triggers import trigger_now
+from apps.executions.worker.outbound import http_session, outbound_policy
+from apps.executions.scheduling.triggers import trigger_now
 from apps.jobs import forms as job_forms
 from apps.jobs.api import JobFilter, runs_payload, validate_preview
 from apps.jobs.windowing import job_next_runs
@@ -429,7 +429,7 @@ def job_stats(request, pk):
 @member_view
 @require_GET
 def execution_detail(request, pk):
-    from apps.executions.serializers import ExecutionDetailSerializer
+    from apps.executions.history.serializers import ExecutionDetailSerializer
 
     executions = Execution.objects.for_organization(request.actor.organization)
     executions = request.actor.scope_to_projects(executions, "job__project").select_related("job")

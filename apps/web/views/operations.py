@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 
 from apps.api.audit import audit
 from apps.api.errors import flatten
-from apps.executions.triggers import NotFinished, replay_all
+from apps.executions.scheduling.triggers import NotFinished, replay_all
 from apps.executions.models import Execution
 from apps.jobs.crontab_import import ImportCrontabSerializer, import_crontab
 from cronsvc.ids import uuid_or_none

@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.executions import deadletters
+from apps.executions.worker import deadletters
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from apps.executions.loop import SchedulerLoop
+from apps.executions.scheduling.process import SchedulerLoop
 
 
 class Command(BaseCommand):

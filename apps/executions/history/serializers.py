@@ -14,8 +14,8 @@ from rest_framework.settings import api_settings
 from apps.api.base import StrictSerializer
 from cronsvc.delivery.masking import masked
 
-from . import lateness
-from .models import Attempt, Execution
+from .. import lateness
+from ..models import Attempt, Execution
 
 ZERO = timedelta(0)
 MAX_BULK_REPLAY = 100

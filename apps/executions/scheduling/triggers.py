@@ -5,9 +5,10 @@ from datetime import timedelta
 from django.db import transaction
 
 from apps.sql.clock import database_now
-from . import events, publishing
-from .models import Execution
-from .routing import queue_for
+from .. import events
+from . import publishing
+from ..models import Execution
+from ..routing import queue_for
 
 
 def trigger_now(job, *, now=None, trigger=Execution.Trigger.MANUAL, replay_of=None, audit=None):

@@ -18,7 +18,7 @@ from django.conf import settings
 
 from cronsvc.delivery.deadline import Cancellation
 
-from .cancelling import generation, raised
+from ..cancelling import generation, raised
 from .logcontext import about_ids
 
 log = logging.getLogger(__name__)

@@ -19,12 +19,12 @@ from apps.badges.api import JobBadgeActions
 from apps.jobs import api as jobs_api
 
 from .api import ExecutionFilter, history_page
-from .lateness import with_first_start
-from .models import Execution
+from ..lateness import with_first_start
+from ..models import Execution
 from .serializers import ExecutionSerializer
 from .stats_api import DESCRIPTION as STATS_DESCRIPTION, EXAMPLE as STATS_EXAMPLE, WINDOW
 from .stats_api import StatsSerializer, stats_response, window_of
-from .triggers import trigger_now
+from ..scheduling.triggers import trigger_now
 
 
 class JobRunActions:

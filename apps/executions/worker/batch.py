@@ -55,12 +55,14 @@ from cronsvc.delivery.request import PreparedDelivery, prepare, standard_variabl
 from cronsvc.delivery.retry import RetryPolicy, next_delay, parse_retry_after, should_retry
 from cronsvc.delivery.template import UpstreamResult, WorkflowVariables, upstream_key
 
-from . import events, hooks, queries, recording, scripts
+from .. import events, hooks, queries
+
+from . import recording, scripts
 from .cancel_watch import cancel_watch
 from .jobcache import JobCache
 from .leases import heartbeat
 from .logcontext import about_run, set_run
-from .models import Execution
+from ..models import Execution
 from .outbound import guards, http_session, outbound_policy, wall_clock
 
 log = logging.getLogger("cronsvc.worker")

@@ -44,9 +44,9 @@ from apps.jobs.windowing import apply_windows
 from cronsvc.misfire import plan_catch_up
 from cronsvc.schedules import next_run
 
-from . import events, queries
-from .models import Execution
-from .routing import queue_for
+from .. import events, queries
+from ..models import Execution
+from ..routing import queue_for
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from django.utils import timezone
 
 from apps.eventstream import outbox
 
-from . import events, queries
-from .hooks import Outcome, run_outcome_hooks
-from .models import Execution
+from .. import events, queries
+from ..hooks import Outcome, run_outcome_hooks
+from ..models import Execution
 
 log = logging.getLogger("cronsvc.scheduler")
 

@@ -18,9 +18,9 @@ from django.db.models import Aggregate, Count, DurationField, ExpressionWrapper,
 
 from cronsvc import statuses
 
-from . import hooks
-from .lateness import ATTEMPT_LATENESS_PG, lateness_ms
-from .models import Attempt, Execution
+from .. import hooks
+from ..lateness import ATTEMPT_LATENESS_PG, lateness_ms
+from ..models import Attempt, Execution
 
 UTC = dt_timezone.utc
 S = Execution.Status

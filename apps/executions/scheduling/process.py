@@ -29,10 +29,12 @@ from apps.eventstream import relay
 from apps.jobs.models import Job
 from apps.sql import clock as database_clock
 
-from . import broker_queues, hooks, publishing, sweeper
+from . import broker_queues, publishing, sweeper
+
+from .. import hooks
 from .overload import OverloadGate
-from .routing import LOW, queue_for
-from .scheduler import claim_due
+from ..routing import LOW, queue_for
+from .tick import claim_due
 
 log = logging.getLogger("cronsvc.scheduler")
 

@@ -23,7 +23,7 @@ TIMEOUT_SECONDS = 2.0  # the sweeper and the metrics wait this long; /readyz ask
 
 def known_queues():
     """Every queue runs may be sent to: the default one and each plan's (with regions)."""
-    from .routing import DEFAULT_QUEUE, all_run_queues
+    from ..routing import DEFAULT_QUEUE, all_run_queues
 
     plan_queues = sorted(set(plan_model().objects.values_list("queue", flat=True)))
     return [DEFAULT_QUEUE, *all_run_queues(plan_queues)]

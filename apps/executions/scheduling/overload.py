@@ -22,7 +22,7 @@ import time
 from django.conf import settings
 
 from . import broker_queues
-from .routing import base_queue
+from ..routing import base_queue
 
 log = logging.getLogger(__name__)
 

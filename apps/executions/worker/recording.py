@@ -26,10 +26,12 @@ from cronsvc import jobhealth
 from cronsvc.delivery.outcome import request_started
 from cronsvc.statuses import CANCELLED
 
-from . import events, queries, scripts
-from .hooks import Outcome, run_outcome_hooks
+from .. import events, queries
+
+from . import scripts
+from ..hooks import Outcome, run_outcome_hooks
 from .logcontext import about_run
-from .models import Attempt, Execution
+from ..models import Attempt, Execution
 
 log = logging.getLogger(__name__)
 

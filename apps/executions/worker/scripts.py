@@ -139,7 +139,7 @@ def report_availability(client):
 
 def start_reporting():
     """In a worker process: report now, then every minute (a daemon thread)."""
-    from .outbound import redis_client
+    from ..shared_redis import redis_client
 
     client = redis_client()
 

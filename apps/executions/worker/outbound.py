@@ -19,7 +19,6 @@ import threading
 import time
 from functools import cached_property, lru_cache
 
-import redis
 from django.conf import settings
 
 from cronsvc.delivery import breaker as breaker_scripts
@@ -28,6 +27,8 @@ from cronsvc.delivery import limits as limit_scripts
 from cronsvc.delivery.breaker import CircuitBreaker, Decision
 from cronsvc.delivery.client import make_session
 from cronsvc.delivery.limits import LeaseSemaphore, TokenBucket, lease_key_ttl
+
+from ..shared_redis import redis_client
 
 
 def outbound_policy():
@@ -45,12 +46,6 @@ def _session(policy):
 
 def http_session():
     return _session(outbound_policy())
-
-
-@lru_cache(maxsize=1)
-def redis_client():
-    """Limits, breakers and cancel flags: with the timeouts of every Redis client."""
-    return redis.Redis.from_url(settings.REDIS_URL, **settings.REDIS_CLIENT_OPTIONS) if settings.REDIS_URL else None
 
 
 class Guards:
@@ -269,10 +264,10 @@ def wall_clock():
 
 
 def _forget_parent_clients():
-    """In a forked child: drop the parent's HTTP pools, Redis client and guards (each is
+    """In a forked child: drop the parent's HTTP pools and guards (each is
     built again on first use). The parent's sockets are only dereferenced here, never shut
     down, so the parent keeps using them."""
-    for cached in (_session, redis_client, guards):
+    for cached in (_session, guards):
         cached.cache_clear()
 
 

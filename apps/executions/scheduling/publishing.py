@@ -38,7 +38,7 @@ from django.conf import settings
 from config.brokers import CONFIRM_TIMEOUT
 from config.celery import app
 
-from .routing import LOW, priority_of
+from ..routing import LOW, priority_of
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from . import queries
-from .models import Execution
+from .. import queries
+from ..models import Execution
 
 log = logging.getLogger("cronsvc.worker")
 

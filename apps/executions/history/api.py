@@ -18,14 +18,16 @@ from apps.api.representation import represent_many
 
 from cronsvc.search_query import MAX_LENGTH as MAX_SEARCH_LENGTH, InvalidSearch, parse as parse_search
 
-from . import lateness, search
-from . import cancelling
-from .cancelling import cancelled_by
-from .models import Execution
+from .. import lateness
+
+from . import search
+from .. import cancelling
+from ..cancelling import cancelled_by
+from ..models import Execution
 from .serializers import (
     BulkReplayResultSerializer, BulkReplaySerializer, ExecutionDetailSerializer, ExecutionSerializer,
 )
-from . import triggers
+from ..scheduling import triggers
 
 
 class ExecutionNotFinished(Conflict):

@@ -1,0 +1,1 @@
+"""Scheduling: the scheduler process's side of runs (ticks, publishing, sweeping, triggers)."""
