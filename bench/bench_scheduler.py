@@ -434,8 +434,9 @@ class CpuMeter:
     runs on a shared machine), from /proc: the figures are only as good as the machine
     is quiet, so every run reports it, and runs wait for a quiet machine first.
 
-    Ours: the bench process, its children, PostgreSQL's background processes and the
-    backends of the bench database, Redis. Everything else is foreign."""
+    Ours: the bench process and every process descended from it (the sink, the workers'
+    pool children, the peers), PostgreSQL's background processes and the backends of the
+    bench database, Redis. Everything else is foreign."""
 
     TICK = os.sysconf("SC_CLK_TCK")
 
@@ -457,11 +458,20 @@ class CpuMeter:
             except OSError:
                 continue
             fields = stat[stat.rindex(b")") + 2:].split()
-            found[int(entry)] = (cmdline, int(fields[11]) + int(fields[12]))
+            found[int(entry)] = (cmdline, int(fields[11]) + int(fields[12]), int(fields[1]))
         return found
 
-    def _is_ours(self, pid, cmdline):
-        if pid in self.ours or not cmdline:  # kernel threads have no command line
+    def _descends_from_ours(self, pid, parents):
+        seen = set()
+        while pid > 1 and pid not in seen:
+            if pid in self.ours:
+                return True
+            seen.add(pid)
+            pid = parents.get(pid, 0)
+        return False
+
+    def _is_ours(self, pid, cmdline, parents):
+        if not cmdline or self._descends_from_ours(pid, parents):  # kernel threads have no command line
             return True
         if cmdline.startswith("postgres: "):
             # a backend reads "postgres: 15/main: <user> <database> <client(port)> <state>";
@@ -481,11 +491,12 @@ class CpuMeter:
         self.ours.update(pids)
         after = self._processes()
         elapsed = time.monotonic() - self.t0
+        parents = {pid: parent for pid, (_, _, parent) in after.items()}
         foreign = 0
-        for pid, (cmdline, ticks) in after.items():
-            if self._is_ours(pid, cmdline):
+        for pid, (cmdline, ticks, _) in after.items():
+            if self._is_ours(pid, cmdline, parents):
                 continue
-            foreign += ticks - self.before.get(pid, ("", 0))[1] if pid in self.before else ticks
+            foreign += ticks - self.before[pid][1] if pid in self.before else ticks
         return foreign / self.TICK / max(1e-9, elapsed * (os.cpu_count() or 1))
 
     def wait_quiet(self, threshold, timeout):
