@@ -87,3 +87,16 @@ def _answers(web, timeout=60):
 
 def launch_browser(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def sign_in(browser, web, user, password, timeout_ms, **context_options):
+    """A new browser context signed in as ``user`` on the dashboard; returns (context, page)."""
+    context = browser.new_context(**context_options)
+    context.set_default_timeout(timeout_ms)
+    page = context.new_page()
+    page.goto(web.url("/login/"))
+    page.get_by_label("E-mail address").fill(user.email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("heading", name="Jobs", exact=True).wait_for()
+    return context, page

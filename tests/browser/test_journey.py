@@ -22,7 +22,7 @@ from apps.jobs.models import Job
 from tests.conftest import ensure_seeded_plans
 from tests.support.processes import start_scheduler, start_worker
 
-from .harness import LOCAL_TARGETS, OUTPUT, start_web
+from .harness import LOCAL_TARGETS, OUTPUT, sign_in, start_web
 from .seed import seed_history
 
 # One Chromium at a time: both tests go to the same xdist worker (--dist loadgroup).
@@ -206,15 +206,9 @@ def test_screenshots_of_seeded_pages(tmp_path, static_root, browser, console, ma
     jobs = seed_history(tenant.organization, url="https://api.acme.example/hooks/run")
     failing = next(job for job in jobs if job.name == "Sync exchange rates")
     web = start_web(tmp_path, static_root)
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
+    context, page = sign_in(browser, web, tenant.owner, PASSWORD, TIMEOUT_MS, viewport={"width": 1280, "height": 900},
+                            device_scale_factor=1)
     try:
-        page.goto(web.url("/login/"))
-        page.get_by_label("E-mail address").fill(tenant.owner.email)
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Log in").click()
-        page.get_by_role("heading", name="Jobs").wait_for()
         OUTPUT.mkdir(exist_ok=True)
         page.screenshot(path=str(OUTPUT / "dashboard.png"), full_page=True)
         page.set_viewport_size({"width": 1280, "height": 1500})

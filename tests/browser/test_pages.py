@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from apps.executions.models import Execution
 
-from .harness import start_web
+from .harness import sign_in, start_web
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True),
               pytest.mark.xdist_group("browser")]
@@ -28,14 +28,7 @@ def signed_in(tmp_path, static_root, browser, make_tenant):
     tenant.owner.set_password(PASSWORD)
     tenant.owner.save()
     web = start_web(tmp_path, static_root)
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    page.goto(web.url("/login/"))
-    page.get_by_label("E-mail address").fill(tenant.owner.email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.get_by_role("heading", name="Jobs", exact=True).wait_for()
+    context, page = sign_in(browser, web, tenant.owner, PASSWORD, TIMEOUT_MS, viewport={"width": 1280, "height": 900})
     try:
         yield page, web, tenant
     except BaseException:
@@ -136,15 +129,9 @@ def test_charts_in_the_jobs_timezone_and_the_viewers_clock_with_one_run_visible(
     job = make_job(tenant, timezone="Asia/Tokyo", name="once", last_run_at=timezone.now())
     _one_run(job)
     web = start_web(tmp_path, static_root)
-    context = browser.new_context(viewport={"width": 390, "height": 900}, locale=locale, timezone_id="America/New_York")
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
+    context, page = sign_in(browser, web, tenant.owner, PASSWORD, TIMEOUT_MS, viewport={"width": 390, "height": 900},
+                            locale=locale, timezone_id="America/New_York")
     try:
-        page.goto(web.url("/login/"))
-        page.get_by_label("E-mail address").fill(tenant.owner.email)
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Log in").click()
-        page.get_by_role("heading", name="Jobs", exact=True).wait_for()
         for width in (390, 1280):  # a phone and a desktop: labels never overlap
             page.set_viewport_size({"width": width, "height": 900})
             page.goto(web.url(f"/jobs/{job.pk}/"))
