@@ -97,3 +97,22 @@ def test_the_dashboard_says_nobody_hears_failures_without_mail(tenant, client, s
 def test_no_notice_once_every_project_has_a_channel(tenant, client, make_channel, mail_on):
     make_channel(tenant, "slack")
     assert 'id="unheard-notice"' not in dashboard(tenant, client)
+
+
+def test_another_organizations_owners_and_channels_never_hear_it(tenant, make_tenant, make_job, make_channel,
+                                                                 target, mail_on):
+    """A second, hostile tenant: its owner (also a developer in the first organization) and
+    its channel hear nothing of the first organization's failures, and it hears its own."""
+    other = make_tenant(email="rival-owner@example.com")
+    Membership.objects.create(organization=tenant.organization, user=other.owner, role=Membership.Role.DEVELOPER)
+    rival_channel = make_channel(other, "slack")
+    ours = make_job(tenant, url=target.url("/status/500"), max_attempts=1)
+    theirs = make_job(other, url=target.url("/status/500"), max_attempts=1)
+    run(queued(ours), queued(theirs))
+    (row,) = owner_alerts(ours)
+    assert row.recipients == [tenant.owner.email] and row.organization_id == tenant.organization.pk
+    assert deliver_notification(row.id) == "sent"
+    assert [message.to for message in mail.outbox] == [[tenant.owner.email]]
+    heard_by_rival = Notification.objects.filter(channel=rival_channel)
+    assert list(heard_by_rival.values_list("job_id", flat=True)) == [theirs.pk]
+    assert owner_alerts(theirs) == []  # the rival's project has a channel: its owners are not mailed
