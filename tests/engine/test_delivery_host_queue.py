@@ -73,3 +73,42 @@ def test_the_hosts_file_names_hosts_and_the_guard_still_checks_them(tmp_path, se
     assert named.status_code == 200 and named.remote_addr == "127.0.0.2"
     assert private.error_kind == "forbidden_target"
     assert other.error_kind == "forbidden_target"
+
+
+@pytest.fixture
+def blackhole():
+    """A host that never answers a connection: a listener on 127.0.0.3 that accepts nothing,
+    its one-place backlog filled first, so the kernel drops every later SYN (as a firewall
+    that drops packets does)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.3", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(3):  # the accept queue holds backlog + 1: fill it whatever the kernel allows
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.3", port))
+        fillers.append(filler)
+    yield f"http://127.0.0.3:{port}"
+    for sock in (*fillers, listener):
+        sock.close()
+
+
+def test_a_blackholed_host_holds_only_its_own_places_and_each_connect_is_timed_from_its_turn(server, blackhole):
+    """Deliveries to a host that drops every packet wait for their connect timeout within the
+    host's places; another host's deliveries, sent at the same time, never queue behind them."""
+    session = loop_thread().call(lambda: AsyncSession(LOOPBACK, max_per_host=2))
+    dropped = [prepared(f"{blackhole}/hook", timeout=3.0, connect_timeout=0.5) for _ in range(6)]
+    fast = [prepared(server.url("/ok"), timeout=3.0) for _ in range(4)]
+    results = deliver_all(session, LOOPBACK, dropped + fast)
+    lost, answered = results[:6], results[6:]
+    assert [r.status_code for r in answered] == [200] * 4
+    assert all(r.duration_ms < 1000 for r in answered)  # not behind the blackhole's rounds (1.5 s)
+    assert [r.error_kind for r in lost] == ["connect_error"] * 6
+    assert {r.error_message for r in lost} == {"timed out while connecting"}
+    # Six behind two places: three rounds of the 0.5 s connect timeout, each timed from its
+    # turn (none ran out of time while it waited).
+    assert all(r.duration_ms < 1000 for r in lost)  # each about 0.5 s; the last round began at 1 s
