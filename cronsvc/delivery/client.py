@@ -11,7 +11,7 @@ from urllib.parse import urljoin, urlsplit
 import certifi
 import urllib3
 import urllib3.exceptions
-from urllib3.exceptions import NameResolutionError, NewConnectionError, ProtocolError
+from urllib3.exceptions import NameResolutionError, NewConnectionError
 
 from .deadline import Cancellation, DeadlineScope, deadline_scope
 from .guard import AddressPolicy, ForbiddenTarget, check_url
