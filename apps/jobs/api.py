@@ -30,6 +30,7 @@ from cronsvc.schedules import ScheduleError, describe, next_runs, validate_sched
 from cronsvc.schedules.parse import format_instant
 
 from .health import STATUSES, health_filter
+from . import queries
 from .queries import job_count
 from .models import Job, JobDependency
 from .scheduling import job_schedule
@@ -133,13 +134,7 @@ def _job_of(actor, pk):
         pk = Job._meta.pk.to_python(pk)
     except DjangoValidationError:
         return None
-    job_table, link_table = Job._meta.db_table, JobDependency._meta.db_table
-    sql = (f'SELECT {rows.select_list(Job, "j")}, {rows.select_list(JobDependency, "d")}, dj."name" '
-           f'FROM "{job_table}" j '
-           f'LEFT JOIN "{link_table}" d ON d."upstream_id" = j."id" OR d."downstream_id" = j."id" '
-           f'LEFT JOIN "{job_table}" dj ON dj."id" = d."downstream_id" '
-           'WHERE j."id" = %s AND j."organization_id" = %s ORDER BY d."id"')
-    found = rows.fetch_all(sql, [rows.db_value(Job, "id", pk),
+    found = rows.fetch_all(queries.job_with_links_sql(), [rows.db_value(Job, "id", pk),
                                  rows.db_value(Job, "organization", actor.organization.pk)], Job, JobDependency)
     if not found or (actor.project_ids is not None and found[0][0].project_id not in actor.project_ids):
         return None
