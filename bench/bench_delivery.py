@@ -974,7 +974,7 @@ manager's sense; the CPU columns count the children too). "2 worker processes" a
 commands (8 children on 2 cores). Each child runs one message (up to `PUBLISH_CHUNK` runs) at
 a time and waits for its runs at most `DELIVERY_HANDOFF_SECONDS` (5 s; runs still waiting
 then go to the child's late recorder and the child takes its next message), so against the
-1 s target a worker has about `WORKER_CONCURRENCY` × 100 runs in flight: that, not CPU, sets
+1 s target a worker has about `WORKER_CONCURRENCY` × `PUBLISH_CHUNK` runs in flight: that, not CPU, sets
 the slow figure. (Measured on this machine, one run each: 4 children ~300/s, 3 children
 ~250/s, 2 children ~180/s (the previous full run); 4 children with `DELIVERY_HANDOFF_SECONDS=1` ~320/s, with `0.5`
 ~460/s, 2 children with `0.5` ~260/s.) The configurations marked

@@ -425,7 +425,8 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-# Messages a worker thread reserves ahead: with 100 runs a message, one is enough to keep
+# Messages a worker thread reserves ahead: with up to 250 runs a message (PUBLISH_CHUNK,
+# apps/executions/scheduling/publishing.py), one is enough to keep
 # a process busy, and a deeper reserve would only park runs on a busy worker while another
 # one idles.
 CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 1)
