@@ -204,7 +204,8 @@ class JobViewSet(JobVersionActions, ApiViewMixin, viewsets.ModelViewSet):
 
     def known_count(self):
         """The list's total when it shows every job of the organization: the count the
-        database keeps (jobcount), not a COUNT over the organization's jobs (9 ms at 10,000)."""
+        database keeps (jobcount), not a COUNT over the organization's jobs, which grows with
+        them (bench/README.md, "Figures behind the code")."""
         if (self.action != "list" or self.actor.project_ids is not None
                 or names_a_filter(self.request.query_params, self.filterset_class)):
             return None
