@@ -530,9 +530,9 @@ SANDBOX_REPORT_KEY = env_str("SANDBOX_REPORT_KEY", "cronsvc:sandbox:available")
 # How long a task waits for its slowest runs before the process's late recorder takes
 # them over and the task moves on (a hanging endpoint must not hold a worker thread). A
 # prefork child runs one task at a time, so this also sets how soon it takes its next
-# message: against endpoints that take 1 s, 0.1 s gave ~1,000 deliveries/s per worker (4
-# children, asyncio engine) where 5 s gave ~300, so the Procfile's worker lines set 0.1
-# (bench/README.md). The late recorder keeps its database connection, so runs recorded
+# message: against endpoints that take 1 s, 0.1 s delivered several times more a second
+# than 5 s, so the Procfile's worker lines set 0.1 (bench/README.md, "Figures behind the
+# code"). The late recorder keeps its database connection, so runs recorded
 # there cost no more than in the task.
 DELIVERY_HANDOFF_SECONDS = env_float("DELIVERY_HANDOFF_SECONDS", 5.0)
 DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)
