@@ -20,8 +20,8 @@ for Python, a bare ``requests.Session`` loop against the same fast target (seque
 with as many threads as a worker's in-flight pool).
 
 The target is an asyncio HTTP/1.1 keep-alive server in its own process (this file run with
-``--serve-target``): no dependency, ~10 µs of CPU per request, and the 1 s answer is a timer,
-so it holds thousands of connections.
+``--serve-target``): no dependency, little CPU per request (its figure: README.md's "What
+is measured"), and the 1 s answer is a timer, so it holds thousands of connections.
 
 The database named in DATABASE_URL is created and migrated when missing and its executions,
 attempts and jobs are emptied: its name must contain "bench" and must not be the scheduler
@@ -974,10 +974,9 @@ manager's sense; the CPU columns count the children too). "2 worker processes" a
 commands (8 children on 2 cores). Each child runs one message (up to `PUBLISH_CHUNK` runs) at
 a time and waits for its runs at most `DELIVERY_HANDOFF_SECONDS` (5 s; runs still waiting
 then go to the child's late recorder and the child takes its next message), so against the
-1 s target a worker has about `WORKER_CONCURRENCY` × 100 runs in flight: that, not CPU, sets
-the slow figure. (Measured on this machine, one run each: 4 children ~300/s, 3 children
-~250/s, 2 children ~180/s (the previous full run); 4 children with `DELIVERY_HANDOFF_SECONDS=1` ~320/s, with `0.5`
-~460/s, 2 children with `0.5` ~260/s.) The configurations marked
+1 s target a worker has about `WORKER_CONCURRENCY` × `PUBLISH_CHUNK` runs in flight: that, not CPU, sets
+the slow figure (the figures by children and hand-off: "Worker pool" in bench/README.md's
+"What is measured"). The configurations marked
 "comparison" run the pool the Procfile had before (threads, 8 task threads in one process
 sharing one GIL).
 """

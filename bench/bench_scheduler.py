@@ -977,7 +977,8 @@ def peer_run(peer, n, lags, seconds, duplicates, lost, setup_seconds, foreign, d
 def run_bullmq(ctx, n, timeout):
     """BullMQ (node, bench/peers/bullmq/peer.mjs): N job schedulers due at T, one Worker."""
     ctx.prepare()
-    at = int(time.time() + 10 + n * 0.004)  # upserting runs at ~300-600/s on this machine
+    # Due after BullMQ has upserted every scheduler (README.md, "Figures behind the code").
+    at = int(time.time() + 10 + n * 0.004)
     popen = subprocess.Popen(["node", "peer.mjs", os.environ["REDIS_URL"], str(n), str(at * 1000), str(timeout),
                               str(BULLMQ_CONCURRENCY)], cwd=PEERS / "bullmq", stdout=subprocess.PIPE,
                              stderr=open(ctx.workdir / f"bullmq-{n}.log", "ab"), start_new_session=True)

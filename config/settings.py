@@ -425,7 +425,8 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-# Messages a worker thread reserves ahead: with 100 runs a message, one is enough to keep
+# Messages a worker thread reserves ahead: with up to 250 runs a message (PUBLISH_CHUNK,
+# apps/executions/scheduling/publishing.py), one is enough to keep
 # a process busy, and a deeper reserve would only park runs on a busy worker while another
 # one idles.
 CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 1)
@@ -529,9 +530,9 @@ SANDBOX_REPORT_KEY = env_str("SANDBOX_REPORT_KEY", "cronsvc:sandbox:available")
 # How long a task waits for its slowest runs before the process's late recorder takes
 # them over and the task moves on (a hanging endpoint must not hold a worker thread). A
 # prefork child runs one task at a time, so this also sets how soon it takes its next
-# message: against endpoints that take 1 s, 0.1 s gave ~1,000 deliveries/s per worker (4
-# children, asyncio engine) where 5 s gave ~300, so the Procfile's worker lines set 0.1
-# (bench/README.md). The late recorder keeps its database connection, so runs recorded
+# message: against endpoints that take 1 s, 0.1 s delivered several times more a second
+# than 5 s, so the Procfile's worker lines set 0.1 (bench/README.md, "Figures behind the
+# code"). The late recorder keeps its database connection, so runs recorded
 # there cost no more than in the task.
 DELIVERY_HANDOFF_SECONDS = env_float("DELIVERY_HANDOFF_SECONDS", 5.0)
 DELIVERY_CONNECT_TIMEOUT = env_float("DELIVERY_CONNECT_TIMEOUT", 5.0)

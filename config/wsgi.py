@@ -4,10 +4,11 @@ any WSGI server can serve it.
 
 Once Django is loaded, every view module is imported (not on a first request) and Python's
 garbage collector is told to ignore what is loaded: a web process holds ~150,000 long-lived
-objects (Django, DRF, the URLconf, the schema's serializers) that every full collection
-would walk again, a ~100 ms stall with the request that triggered it waiting, several times
-a minute under load. Young collections then run after 10,000 allocations instead of 700: a
-page of 50 jobs alone allocates more than 700 objects that live until its response is sent.
+objects (Django, DRF, the URLconf, the schema's serializers) that every full collection would
+walk again, a stall with the request that triggered it waiting, several times a minute under
+load (bench/README.md, "Figures behind the code"). Young collections then run after 10,000
+allocations instead of 700: a page of 50 jobs alone allocates more than 700 objects that live
+until its response is sent.
 """
 
 import atexit

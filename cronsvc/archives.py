@@ -76,10 +76,6 @@ def encode_jsonl_gz(rows, default=str):
     return EncodedPart(body=body, rows=count, sha256=hashlib.sha256(body).hexdigest())
 
 
-def decode_jsonl_gz(body):
-    return [json.loads(line) for line in gzip.decompress(body).decode().splitlines() if line]
-
-
 class ObjectStore:
     """A bucket reached with boto3. botocore's errors (connection refused, timeouts, HTTP
     errors) become ArchiveWriteFailed / ArchiveReadFailed so callers catch one thing."""

@@ -74,7 +74,3 @@ def member_view(view=None, *, role=Role.VIEWER):
 def require_role(request, role):
     if not request.actor.has_role(role):
         raise PermissionDenied(f"This needs the {Role(role).label.lower()} role or higher.")
-
-
-def can(actor, role):
-    return actor is not None and actor.has_role(role)

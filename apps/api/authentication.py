@@ -13,6 +13,7 @@ from apps.api.audit import client_ip
 from apps.sql import rows
 from cronsvc.apikeys import secret_matches, split_key
 
+from . import queries
 from .actor import actor_for_api_key, key_principal
 from .throttling import PlanRateThrottle
 
@@ -94,13 +95,7 @@ def _key_by_lookup(lookup):
     """The key with its organization and plan (one join, in hand-written SQL: every API
     request runs it, and compiling the ORM's select_related costs more than the query)."""
     Plan = plan_model()  # billing.Plan, through the organization's foreign key
-    sql = (f"SELECT {rows.select_list(ApiKey, 'k')}, {rows.select_list(Organization, 'o')}, "
-           f"{rows.select_list(Plan, 'p')} "
-           f'FROM "{ApiKey._meta.db_table}" k '
-           f'JOIN "{Organization._meta.db_table}" o ON o."id" = k."organization_id" '
-           f'JOIN "{Plan._meta.db_table}" p ON p."id" = o."plan_id" '
-           'WHERE k."lookup" = %s')
-    found = rows.fetch_one(sql, [lookup], ApiKey, Organization, Plan)
+    found = rows.fetch_one(queries.key_by_lookup_sql(Plan), [lookup], ApiKey, Organization, Plan)
     if found is None:
         return None
     api_key, organization, plan = found

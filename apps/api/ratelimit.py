@@ -75,7 +75,8 @@ _clients = {}  # connection pool -> its redis.Redis
 
 def _redis_client(cache):
     """A client on the cache's connection pool, made once: Django's RedisCache builds a
-    new redis.Redis for every call (about 0.2 ms of CPU, more than the round trip)."""
+    new redis.Redis for every call, which costs more CPU than the round trip (bench/README.md,
+    "Figures behind the code")."""
     pool = cache._cache._get_connection_pool(write=True)
     client = _clients.get(pool)
     if client is None:

@@ -58,7 +58,8 @@ class Execution(QuickLoad, models.Model):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # No single-column indexes on job and organization: exec_job_latest, the unique
     # occurrence and exec_org_latest lead with them, and each index costs every status
-    # change of every run (about 15 % of PostgreSQL's CPU in the scheduler benchmark).
+    # change of every run (a large share of PostgreSQL's CPU: bench/README.md, "Figures
+    # behind the code").
     # No constraint in the database: deleting a job (apps.executions.purging) removes the job at
     # once and its executions in batches after it. Every other way a job goes (its project,
     # the admin) still deletes its executions with it (Django's cascade).

@@ -200,7 +200,8 @@ def _owners_sql():
 def owners(project_ids, organization_ids):
     """The claimed runs' projects and organizations (each with its plan loaded):
     ({id: Project}, {id: Organization}), in two statements of one array each (the ORM's
-    ``in_bulk`` cost a worker ~1.5 ms of CPU per batch to build the same)."""
+    ``in_bulk`` cost a worker more CPU per batch to build the same: bench/README.md, "Figures
+    behind the code")."""
     project_model, projects_sql, organization_model, plan_model, organizations_sql = _owners_sql()
     projects = {project.id: project for (project,) in fetch_all(projects_sql, [list(project_ids)], project_model)}
     organizations = {}

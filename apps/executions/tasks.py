@@ -74,8 +74,9 @@ def _reuse_connections(**kwargs):
 @worker_process_init.connect
 def _freeze_startup_objects(**kwargs):
     """Move what start-up made (modules, classes, settings: ~100k objects that live as long
-    as the process) out of the garbage collector's sight. Otherwise every full collection
-    walks them all again, which cost a busy worker ~10 % of its CPU (bench_delivery.py)."""
+    as the process) out of the garbage collector's sight. Otherwise every full collection walks
+    them all again, a cost a busy worker pays on its hot path (bench/README.md, "Figures behind
+    the code")."""
     gc.collect()
     gc.freeze()
 

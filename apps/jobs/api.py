@@ -30,6 +30,7 @@ from cronsvc.schedules import ScheduleError, describe, next_runs, validate_sched
 from cronsvc.schedules.parse import format_instant
 
 from .health import STATUSES, health_filter
+from . import queries
 from .queries import job_count
 from .models import Job, JobDependency
 from .scheduling import job_schedule
@@ -133,13 +134,7 @@ def _job_of(actor, pk):
         pk = Job._meta.pk.to_python(pk)
     except DjangoValidationError:
         return None
-    job_table, link_table = Job._meta.db_table, JobDependency._meta.db_table
-    sql = (f'SELECT {rows.select_list(Job, "j")}, {rows.select_list(JobDependency, "d")}, dj."name" '
-           f'FROM "{job_table}" j '
-           f'LEFT JOIN "{link_table}" d ON d."upstream_id" = j."id" OR d."downstream_id" = j."id" '
-           f'LEFT JOIN "{job_table}" dj ON dj."id" = d."downstream_id" '
-           'WHERE j."id" = %s AND j."organization_id" = %s ORDER BY d."id"')
-    found = rows.fetch_all(sql, [rows.db_value(Job, "id", pk),
+    found = rows.fetch_all(queries.job_with_links_sql(), [rows.db_value(Job, "id", pk),
                                  rows.db_value(Job, "organization", actor.organization.pk)], Job, JobDependency)
     if not found or (actor.project_ids is not None and found[0][0].project_id not in actor.project_ids):
         return None
@@ -209,7 +204,8 @@ class JobViewSet(JobVersionActions, ApiViewMixin, viewsets.ModelViewSet):
 
     def known_count(self):
         """The list's total when it shows every job of the organization: the count the
-        database keeps (jobcount), not a COUNT over the organization's jobs (9 ms at 10,000)."""
+        database keeps (jobcount), not a COUNT over the organization's jobs, which grows with
+        them (bench/README.md, "Figures behind the code")."""
         if (self.action != "list" or self.actor.project_ids is not None
                 or names_a_filter(self.request.query_params, self.filterset_class)):
             return None

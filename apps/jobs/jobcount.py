@@ -1,11 +1,11 @@
 """Each organization's job count, kept by the database itself.
 
-A create checks the plan's max_jobs; counting the organization's jobs for it reads all of
-them (5 ms at 10,000 jobs, more as the organization grows), on every create. Instead,
-triggers on the jobs table keep OrganizationJobCount right whichever way a job comes or
-goes: the API, the admin, a crontab import, a bulk insert, a project's or organization's
-cascade delete, raw SQL. The statements (the count's read, the triggers, the recount) are
-in apps.jobs.queries.
+A create checks the plan's max_jobs; counting the organization's jobs for it reads all of them
+(more as the organization grows: bench/README.md, "Figures behind the code"), on every create.
+Instead, triggers on the jobs table keep OrganizationJobCount right whichever way a job comes
+or goes: the API, the admin, a crontab import, a bulk insert, a project's or organization's
+cascade delete, raw SQL. The statements (the count's read, the triggers, the recount) are in
+apps.jobs.queries.
 
 The triggers are installed after every ``migrate`` (post_migrate), not by a migration:
 SQLite drops a table's triggers when Django rebuilds the table to alter it, so a later

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from apps.sql import rows
 
+from . import queries
 from .models import Job, JobDependency
 
 
@@ -24,11 +25,7 @@ def load_links(jobs):
     if not linked:
         return attach_links(jobs, [])
     ids = [rows.db_value(Job, "id", job.pk) for job in linked]
-    marks = ", ".join(["%s"] * len(ids))
-    sql = (f'SELECT {rows.select_list(JobDependency, "d")}, j."name" '
-           f'FROM "{JobDependency._meta.db_table}" d JOIN "{Job._meta.db_table}" j ON j."id" = d."downstream_id" '
-           f'WHERE d."upstream_id" IN ({marks}) OR d."downstream_id" IN ({marks}) ORDER BY d."id"')
-    return attach_links(jobs, rows.fetch_all(sql, ids + ids, JobDependency))
+    return attach_links(jobs, rows.fetch_all(queries.links_sql(len(ids)), ids + ids, JobDependency))
 
 
 def attach_links(jobs, found):

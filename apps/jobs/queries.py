@@ -1,13 +1,17 @@
 """The jobs app's hand-written SQL and the cursors that run it: the version number a change
 of a job takes (versions.py), each organization's job count read on every create and the
 triggers on the jobs table that keep it (jobcount.py, for PostgreSQL and the embedded
-mode's SQLite). The logic around them stays in those modules."""
+mode's SQLite), and the API's per-request reads of a job, its links and its projects
+(api.py, links.py, serializers.py, run by apps.sql.rows). The logic around them stays in
+those modules."""
 
 from django.db import connection, connections
 
 from apps.sql import rows
 
-from .models import Job, OrganizationJobCount
+from apps.projects.models import Project
+
+from .models import Job, JobDependency, OrganizationJobCount
 
 _quote = connection.ops.quote_name
 J, C = Job._meta.db_table, OrganizationJobCount._meta.db_table
@@ -23,6 +27,47 @@ def next_version_number(job_id):
     with connection.cursor() as cursor:
         cursor.execute(NEXT_VERSION, [Job._meta.pk.get_db_prep_value(job_id, connection)])
         return cursor.fetchone()[0]
+
+
+# --- the API's reads (apps.jobs.api, links, serializers; apps.sql.rows runs them) ---------
+
+
+def _marks(count):
+    return ", ".join(["%s"] * count)
+
+
+def job_with_links_sql():
+    """The job (by id and organization) with each of its dependency links and the linked
+    downstream job's name: one row per link, or one row of nulls after the job."""
+    job_table, link_table = Job._meta.db_table, JobDependency._meta.db_table
+    return (f'SELECT {rows.select_list(Job, "j")}, {rows.select_list(JobDependency, "d")}, dj."name" '
+            f'FROM "{job_table}" j '
+            f'LEFT JOIN "{link_table}" d ON d."upstream_id" = j."id" OR d."downstream_id" = j."id" '
+            f'LEFT JOIN "{job_table}" dj ON dj."id" = d."downstream_id" '
+            'WHERE j."id" = %s AND j."organization_id" = %s ORDER BY d."id"')
+
+
+def links_sql(job_count):
+    """The dependency links (with the downstream job's name) of ``job_count`` jobs, whose
+    ids are given twice: as upstream, then as downstream."""
+    marks = _marks(job_count)
+    return (f'SELECT {rows.select_list(JobDependency, "d")}, j."name" '
+            f'FROM "{JobDependency._meta.db_table}" d JOIN "{Job._meta.db_table}" j ON j."id" = d."downstream_id" '
+            f'WHERE d."upstream_id" IN ({marks}) OR d."downstream_id" IN ({marks}) ORDER BY d."id"')
+
+
+PROJECT_OF_ORGANIZATION = (f'SELECT {rows.select_list(Project, "p")} FROM "{Project._meta.db_table}" p '
+                           'WHERE p."id" = %s AND p."organization_id" = %s')
+
+
+def projects_sql(*, project_count, limit):
+    """Up to ``limit`` of an organization's projects by name; with ``project_count`` (not
+    None) only those of that many ids, given after the organization."""
+    where = 'p."organization_id" = %s'
+    if project_count is not None:
+        where += f' AND p."id" IN ({_marks(project_count)})'
+    return (f'SELECT {rows.select_list(Project, "p")} FROM "{Project._meta.db_table}" p '
+            f'WHERE {where} ORDER BY p."name", p."id" LIMIT {int(limit)}')
 
 
 # --- the job count (apps.jobs.jobcount) --------------------------------------------------

@@ -24,7 +24,7 @@ from cronsvc.delivery.masking import MASK, SECRET_HEADER_NAMES
 from cronsvc.ids import uuid_or_none
 from cronsvc.schedules import describe
 
-from . import validation, versions
+from . import queries, validation, versions
 from .models import Job, JobDependency, JobVersion
 from .links import job_links
 from .request_serializers import SECRET_KEYS, JobRetrySerializer, JobSuccessSerializer, RequestSpecSerializer
@@ -56,16 +56,14 @@ class ProjectField(serializers.PrimaryKeyRelatedField):
         if actor is None or pk is None:
             return super().to_internal_value(data)
         if actor.project_ids is None or pk in actor.project_ids:
-            found = rows.fetch_one(_PROJECT_SQL, [rows.db_value(Project, "id", pk),
-                                                  rows.db_value(Project, "organization", actor.organization.pk)],
+            found = rows.fetch_one(queries.PROJECT_OF_ORGANIZATION,
+                                   [rows.db_value(Project, "id", pk),
+                                    rows.db_value(Project, "organization", actor.organization.pk)],
                                    Project)
             if found is not None:
                 return found[0]
         self.fail("does_not_exist", pk_value=data)
 
-
-_PROJECT_SQL = (f'SELECT {rows.select_list(Project, "p")} FROM "{Project._meta.db_table}" p '
-                'WHERE p."id" = %s AND p."organization_id" = %s')
 
 CHOICES_SHOWN = 20  # projects a project_required error names; the rest are counted
 
@@ -104,15 +102,13 @@ def reachable_projects(actor, *, limit):
     """Up to ``limit`` projects the actor reaches, by name. Hand-written SQL like the
     create's project read (the README's first call takes this way)."""
     params = [rows.db_value(Project, "organization", actor.organization.pk)]
-    where = 'p."organization_id" = %s'
+    project_count = None
     if actor.project_ids is not None:
         if not actor.project_ids:
             return []
-        ids = [rows.db_value(Project, "id", pk) for pk in sorted(actor.project_ids)]
-        where += f' AND p."id" IN ({", ".join(["%s"] * len(ids))})'
-        params += ids
-    sql = (f'SELECT {rows.select_list(Project, "p")} FROM "{Project._meta.db_table}" p '
-           f'WHERE {where} ORDER BY p."name", p."id" LIMIT {int(limit)}')
+        params += [rows.db_value(Project, "id", pk) for pk in sorted(actor.project_ids)]
+        project_count = len(actor.project_ids)
+    sql = queries.projects_sql(project_count=project_count, limit=limit)
     return [found[0] for found in rows.fetch_all(sql, params, Project)]
 
 

@@ -1,12 +1,12 @@
 """The ping URLs straight from the WSGI environ: /ping/... skips Django's request handling.
 
 A ping carries no cookie, session, CSRF token or login, and its answer is ``OK``. Through
-Django's handler it would pay for the request and response objects, the request signals,
-URL resolution and the middleware chain: about half of its CPU (0.5 ms of 1 ms, measured
-in-process), on the path customers' jobs hit most. The fast lane parses the path itself
-and calls ``ping_views.answer`` (the same behaviour the URLconf's view serves), keeping what
-every request gets: the request id, the latency metric, the access log line, the security
-headers and the request size limits.
+Django's handler it would pay for the request and response objects, the request signals, URL
+resolution and the middleware chain: about half of its CPU (bench/README.md, "Figures behind
+the code"), on the path customers' jobs hit most. The fast lane parses the path itself and
+calls ``ping_views.answer`` (the same behaviour the URLconf's view serves), keeping what every
+request gets: the request id, the latency metric, the access log line, the security headers and
+the request size limits.
 
 Anything out of the ordinary (a path the ping URL does not match, a request over the size
 limits, HTTPS redirection turned on) goes through ``PingHandler``: Django's handler with

@@ -111,14 +111,14 @@ def record_ping(params):
 
 def _fetchone(sql, params):
     """The first row of ``sql``, run as a prepared statement on Django's connection (in its
-    transaction, if any). Django binds parameters on the client, so PostgreSQL would plan
-    these statements on every ping; psycopg's server-side cursor prepares each once per
-    connection. PostgreSQL would still plan a prepared statement afresh for each set of
-    parameters (a "custom plan", 0.5 ms of this one's 0.7 ms) as long as it guesses the
-    generic plan costlier, so its connections here always use the generic plan: the
-    statements look rows up by key, whatever the parameters. Behind a transaction pooler
-    (DATABASE_TRANSACTION_POOLING) nothing is prepared and no session is told anything: the
-    next transaction may run on another client's session."""
+    transaction, if any). Django binds parameters on the client, so PostgreSQL would plan these
+    statements on every ping; psycopg's server-side cursor prepares each once per connection.
+    PostgreSQL would still plan a prepared statement afresh for each set of parameters (a
+    "custom plan", most of this one's time: bench/README.md, "Figures behind the code") as long
+    as it guesses the generic plan costlier, so its connections here always use the generic
+    plan: the statements look rows up by key, whatever the parameters. Behind a transaction
+    pooler (DATABASE_TRANSACTION_POOLING) nothing is prepared and no session is told anything:
+    the next transaction may run on another client's session."""
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     if connection.vendor != "postgresql":

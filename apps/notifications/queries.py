@@ -46,8 +46,8 @@ def listening_job_ids(job_ids, failing=None):
     with ``failing`` (the owners hear failures of jobs without a channel: dispatch.py) also
     those of ``failing`` and those whose failure was notified and is still open (their
     recovery closes the episode). Called for every group of finished runs: on PostgreSQL one
-    array parameter each (Django's ``id__in`` of a hundred uuids cost the workers ~2 ms of
-    CPU a group to build)."""
+    array parameter each (Django's ``id__in`` of a hundred uuids was costly for the workers
+    to build: bench/README.md, "Figures behind the code")."""
     from django.db.models import Exists, OuterRef, Q
 
     from apps.jobs.models import Job

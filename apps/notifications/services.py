@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from cronsvc.notify.formats import alert_message
 
-from .models import ALL_EVENTS, Channel, Event, EventSubscription, Notification, NotificationRule
+from .models import ALL_EVENTS, Event, EventSubscription, Notification, NotificationRule
 from .rules import RULE_FIELDS
 from .senders import SendError, send_notification
 from .validation import ConfigError, check_url, clean_config
@@ -145,6 +145,3 @@ def save_subscription(subscription, *, url=None, event_types=None, enabled=None)
     subscription.save()
     return subscription
 
-
-def channel_choices():
-    return Channel.Kind.choices

@@ -3,8 +3,8 @@ event loop with aiohttp, with the same guarantees and the same ``DeliveryResult`
 blocking ``client.deliver``.
 
 A worker process runs thousands of these at once on one loop (one thread), where the
-blocking client needs a thread per request in flight; a request then costs the worker about
-half the CPU (bench/bench_delivery.py). What stays the same as the blocking client:
+blocking client needs a thread per request in flight; a request then costs the worker less
+CPU (bench/README.md, "Figures behind the code"). What stays the same as the blocking client:
 
 - The address guard binds at connect time: ``GuardedConnector`` filters the addresses the
   connector resolved (or the IP literal it was given) through the policy, and aiohttp
@@ -62,9 +62,9 @@ class GuardedConnector(aiohttp.TCPConnector):
         # of new TLS connections starves our own loop of CPU until their connect timeouts
         # pass together and the hosts' breakers count our slowness as theirs. A connect's
         # timeout starts once it may open, and a delivery's total deadline stands still
-        # while it waits for that. On the realistic mix of bench_delivery.py (TLS, 200
-        # hosts, a machine at load 20 on 2 cores), 64 at once still let 772 of 10,000
-        # handshakes pass the 5 s connect timeout; 16 at once, 1.
+        # while it waits for that. On the realistic mix of bench_delivery.py, 64 at once
+        # still left many handshakes past the connect timeout, 16 at once almost none
+        # (bench/README.md, "Figures behind the code").
         self._opening = asyncio.Semaphore(max_opening)
 
     async def _resolve_host(self, host: str, port: int, traces=None):  # noqa: ANN001 - aiohttp's signature
@@ -452,7 +452,7 @@ EVENT_LOOPS = ("uvloop", "asyncio")
 def new_event_loop(kind: str = "uvloop") -> asyncio.AbstractEventLoop:
     """uvloop's loop where it is installed (requirements/base.txt) and asked for, asyncio's
     own otherwise: uvloop's transports and callbacks are C, and a bare aiohttp loop on it costs
-    ~15 % less CPU a request (0.100 against 0.116 ms on the reference machine). ``asyncio``
+    less CPU a request (bench/README.md, "Figures behind the code"). ``asyncio``
     is the way out should uvloop misbehave (a test run once crashed inside uvloop's
     run_forever on the delivery loop's thread, like MagicStack/uvloop#706)."""
     if kind not in EVENT_LOOPS:

@@ -11,7 +11,7 @@ from urllib.parse import urljoin, urlsplit
 import certifi
 import urllib3
 import urllib3.exceptions
-from urllib3.exceptions import NameResolutionError, NewConnectionError, ProtocolError
+from urllib3.exceptions import NameResolutionError, NewConnectionError
 
 from .deadline import Cancellation, DeadlineScope, deadline_scope
 from .guard import AddressPolicy, ForbiddenTarget, check_url
@@ -42,11 +42,11 @@ class DeliveryResult:
 class DeliverySession:
     """A worker's pooled connections, reused across deliveries and shared by its threads.
 
-    urllib3 directly, not requests: requests costs about 0.7 ms of CPU more per request
-    (measured here: 991 µs against 278 µs), the most expensive step of a delivery, and its
-    extras are what a multi-tenant sender must switch off anyway — environment proxies
-    would bypass the guard, ~/.netrc would hand the worker's credentials to customer
-    endpoints, and a cookie jar would carry one customer's cookies to another's request.
+    urllib3 directly, not requests: requests costs several times urllib3's CPU per request
+    (bench/README.md, "Figures behind the code"), the most expensive step of a delivery, and
+    its extras are what a multi-tenant sender must switch off anyway — environment proxies
+    would bypass the guard, ~/.netrc would hand the worker's credentials to customer endpoints,
+    and a cookie jar would carry one customer's cookies to another's request.
     """
 
     def __init__(self, policy: AddressPolicy, *, pool_connections: int, pool_maxsize: int,

@@ -1,10 +1,10 @@
 """The total deadlines of the deliveries in flight on one event loop, watched by one timer.
 
-``asyncio.timeout`` arms a timer per delivery and cancels it when the delivery ends: about
-10 µs of CPU each on uvloop, a tenth of an aiohttp request's own cost, paid thousands of
-times a second by a busy worker (bench/README.md, "Delivery"). Here deliveries are filed by
-the tick their deadline falls in, and one timer a tick expires the filed ones whose tick has
-passed: a delivery ends at most ``tick`` seconds after its deadline, never before it.
+``asyncio.timeout`` arms a timer per delivery and cancels it when the delivery ends, a cost
+paid thousands of times a second by a busy worker (bench/README.md, "Figures behind the code").
+Here deliveries are filed by the tick their deadline falls in, and one timer a tick expires the
+filed ones whose tick has passed: a delivery ends at most ``tick`` seconds after its deadline,
+never before it.
 
 Loop-bound: use it from its loop's thread only. ``expire`` is called on the loop's thread
 between task steps, so it never interrupts the code that withdraws a finished delivery.

@@ -50,8 +50,8 @@ def _describe_cron(expression: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _descriptor(expression: str) -> str:
-    # Memoised: cron-descriptor parses its gettext catalogue on every call (~0.4 ms), which
-    # was the largest single cost of a 50-job API page.
+    # Memoised: cron-descriptor parses its gettext catalogue on every call, which was the
+    # largest single cost of a 50-job API page (bench/README.md, "Figures behind the code").
     options = Options()
     options.use_24hour_time_format = True
     options.locale_code = "en_US"

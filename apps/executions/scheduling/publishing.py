@@ -1,14 +1,14 @@
 """Publishing executions to Celery after they are committed.
 
-Celery spends ~300 µs building each message, which would cap a scheduler at 2–3k
-dispatches/s if every execution were its own message. So executions go out in chunks:
-one message carries up to PUBLISH_CHUNK ids for one queue, and the worker runs them
-concurrently. The database stays the source of truth: a chunk that is never published
+Celery's cost of building a message would cap a scheduler's dispatches a second if every
+execution were its own message (bench/README.md, "Figures behind the code"). So executions go
+out in chunks: one message carries up to PUBLISH_CHUNK ids for one queue, and the worker runs
+them concurrently. The database stays the source of truth: a chunk that is never published
 (broker down, process killed) is found by the sweeper and published again.
 
 The messages of one call go to Redis together, in one pipeline (kombu's
 ``Producer.batch``): one round trip and one Redis client per call instead of one per
-message, which more than halves the cost of a message (bench/bench_scheduler.py).
+message, which cuts the cost of a message (bench/README.md, "Figures behind the code").
 RabbitMQ's transport has no batch: there each message is sent at once and the publish
 waits for the broker's confirm (config/brokers.py), one round trip per message of up to
 PUBLISH_CHUNK ids.
@@ -43,9 +43,9 @@ from ..routing import LOW, priority_of
 log = logging.getLogger(__name__)
 
 RUN_TASK = "apps.executions.tasks.run_executions"
-# Per message: the worker pays its per-message, per-claim and per-group costs once. 250
-# delivered ~9 % more a second than 100 to a fast target, and 500 or 1,000 no more
-# (bench/bench_delivery.py --chunk, bench/README.md).
+# Per message: the worker pays its per-message, per-claim and per-group costs once; past
+# 250 a larger message delivered no more a second (bench/bench_delivery.py --chunk; the
+# figures in bench/README.md, "Delivery").
 PUBLISH_CHUNK = 250
 #: Low-priority runs go out in small messages: a worker process takes its next message (a
 #: high one first, routing.py) only when it has finished the one in hand, so the size of a

@@ -1,11 +1,11 @@
 """The jobs a worker process sends for, kept between batches.
 
-A job's request changes rarely and is read for every run: loading it with each claim
-(its columns, JSON fields and the decryption of its auth, secret headers and script
-environment) was a fifth of a worker's CPU per delivery (bench/bench_delivery.py). The
-claim reads each run's job stamp instead — the job's ``version`` and ``updated_at`` — and
-this cache hands back the job it holds for that stamp, loading only the jobs it does not
-hold as they are now (one query for all of a batch's missing jobs).
+A job's request changes rarely and is read for every run: loading it with each claim (its
+columns, JSON fields and the decryption of its auth, secret headers and script environment) was
+a large share of a worker's CPU per delivery (bench/README.md, "Figures behind the code"). The
+claim reads each run's job stamp instead — the job's ``version`` and ``updated_at`` — and this
+cache hands back the job it holds for that stamp, loading only the jobs it does not hold as
+they are now (one query for all of a batch's missing jobs).
 
 Every change of a job's request bumps its stamp: the services, pages, admin, crontab
 import and rollback write a new version, and any ``save()`` moves ``updated_at``, also one

@@ -1,9 +1,9 @@
 """The run a worker thread (or asyncio task) is delivering or recording, for its log lines.
 
-Set once per run on the delivery hot path, where a plain ContextVar.set (~0.1 µs) is much
-cheaper than structlog's bind (~3 µs). Observability's log configuration
-(apps/observability/logconfig.py) adds it to every record as ``execution_id`` and ``job_id``.
-Imported by config/settings.py through that module, so nothing here touches Django.
+Set once per run on the delivery hot path, where a plain ContextVar.set is much cheaper than
+structlog's bind (bench/README.md, "Figures behind the code"). Observability's log
+configuration (apps/observability/logconfig.py) adds it to every record as ``execution_id`` and
+``job_id``. Imported by config/settings.py through that module, so nothing here touches Django.
 """
 
 from contextlib import contextmanager

@@ -13,12 +13,13 @@ cut) fails the request's first query, and Django then closes the connection at t
 that request, as it does with SELECT 1 (which would hang there instead).
 
 ``prepared_cursor()`` is for the hand-written statements of the API's hot paths
-(``apps.sql.rows``): each is prepared on the connection the first time it runs there,
-so PostgreSQL parses and plans it once per connection instead of on every request (planning
-the job read took 0.5 ms, twice its execution). Django's own cursors bind on the client and
-prepare nothing, as Django chooses by default. DATABASE_PREPARED_STATEMENTS=false turns
-this off, for a connection pooler that cannot keep prepared statements (PgBouncer in
-transaction mode before 1.21): DATABASE_TRANSACTION_POOLING=true makes it the default.
+(``apps.sql.rows``): each is prepared on the connection the first time it runs there, so
+PostgreSQL parses and plans it once per connection instead of on every request (planning the
+job read cost more than running it: bench/README.md, "Figures behind the code"). Django's own
+cursors bind on the client and prepare nothing, as Django chooses by default.
+DATABASE_PREPARED_STATEMENTS=false turns this off, for a connection pooler that cannot keep
+prepared statements (PgBouncer in transaction mode before 1.21):
+DATABASE_TRANSACTION_POOLING=true makes it the default.
 """
 
 import select

@@ -2,7 +2,7 @@
 durations, error lookups."""
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from django import template
@@ -131,11 +131,6 @@ def job_field_label(name):
 @register.filter
 def label(status):
     return str(status).replace("_", " ")
-
-
-@register.filter
-def add_seconds(value, seconds):
-    return value + timedelta(seconds=int(seconds)) if isinstance(value, datetime) else value
 
 
 @register.inclusion_tag("web/_field.html", takes_context=True)

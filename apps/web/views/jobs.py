@@ -28,6 +28,7 @@ from apps.executions.history.api import ExecutionFilter
 from apps.executions.worker.batch import request_spec, success_criteria
 from apps.executions.lateness import lateness_seconds, with_first_start
 from apps.notifications.dispatch import mail_configured, unheard_projects
+from apps.executions.history import stats
 from apps.executions.models import Execution
 from apps.executions.worker.outbound import http_session, outbound_policy
 from apps.executions.scheduling.triggers import trigger_now
@@ -55,7 +56,7 @@ from cronsvc.schedules.describe import format_duration
 from apps.badges.api import badge_url
 from apps.badges.models import Badge
 
-from .. import health, stats
+from .. import health
 from ..script_runs import script_run
 from apps.api import ratelimit
 from apps.api.access import Role, member_view, require_role
