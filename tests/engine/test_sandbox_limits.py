@@ -85,7 +85,9 @@ def test_cpu_time_is_limited(box):
     # the process's own RLIMIT_CPU (SIGXCPU, then SIGKILL), or, when the run's cgroup
     # account is read first, the whole run killed at its CPU limit (no exit code)
     assert result.signal in (signal.SIGXCPU, signal.SIGKILL) or result.exit_code is None
-    assert 0.9 <= result.cpu_seconds < 5  # the rlimit counts in ticks: ~1 s
+    # ~1 s: the rlimit counts in scheduler ticks, and on a loaded machine the accounting we
+    # read lags it (0.79-0.88 s seen at load 12); far below would mean a limit hit early.
+    assert 0.5 <= result.cpu_seconds < 5
 
 
 def test_filling_memory_is_stopped(box):
