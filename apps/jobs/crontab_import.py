@@ -14,7 +14,8 @@ from cronsvc.schedules import ScheduleError, describe, parse_crontab, parse_sche
 from .queries import job_count
 from .models import JobVersion
 from .scheduling import job_schedule
-from .serializers import DefaultProject, ErrorExtraMixin, JobSerializer, ProjectField
+from .serializers import DefaultProject, ErrorExtraMixin, JobSerializer, ProjectField, refusals_as_errors
+from .services import create_job
 
 
 class ImportCrontabSerializer(ErrorExtraMixin, StrictSerializer):
@@ -97,9 +98,10 @@ def _within_quota(accepted, actor, lines):
 
 
 def _create(body, context):
-    serializer = JobSerializer(data=body, context={**context, "version_source": JobVersion.Source.IMPORT})
+    serializer = JobSerializer(data=body, context=context)
     serializer.is_valid(raise_exception=True)
-    return serializer.save()
+    with refusals_as_errors():
+        return create_job(serializer.validated_data, actor=context["actor"], source=JobVersion.Source.IMPORT)
 
 
 def _imported(imported, body, job):

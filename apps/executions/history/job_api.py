@@ -11,7 +11,7 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import filters, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ErrorDetail, NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from apps.api import idempotency
@@ -22,7 +22,7 @@ from apps.api.params import query_flag
 from apps.api.representation import represent, represent_many
 from apps.badges.api import BADGE_EXAMPLE, BadgeSerializer, badge_for
 from apps.badges.models import Badge
-from apps.jobs import validation, versions
+from apps.jobs import versions
 from apps.jobs.api import (JOB_EXAMPLE, JOB_HAS_LINKS, PLAN_LIMIT_NOTE, HasDependents, JobFilter, job_of,
                            placed_runs_payload)
 from apps.jobs.links import load_links
@@ -31,7 +31,7 @@ from apps.jobs.models import Job
 from apps.jobs.queries import job_count
 from apps.jobs.schedule_serializers import NO_SCHEDULE_DESCRIPTION, NextRunsQuerySerializer, RunsSerializer
 from apps.jobs.scheduling import job_schedule
-from apps.jobs.serializers import JobSerializer, plan_limit_error
+from apps.jobs.serializers import JobSerializer, refusals_as_errors
 from apps.jobs.services import create_job, delete_job, pause_job, resume_job, update_job
 from apps.jobs.versions_api import (NUMBER, JobVersionDetailSerializer, JobVersionSerializer, VersionConflict,
                                     version_of, versions_of)
@@ -128,17 +128,15 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def _create(self, request):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        self.perform_create(serializer)
-        context = self.get_serializer_context()
-        return Response(represent(JobSerializer, serializer.instance, context), status=status.HTTP_201_CREATED)
+        with refusals_as_errors():
+            job = create_job(serializer.validated_data, actor=self.actor, audit=self.audit)
+        return Response(represent(JobSerializer, job, self.get_serializer_context()), status=status.HTTP_201_CREATED)
 
-    # Each change commits with its audit event, or neither does (apps.jobs.services).
-    def perform_create(self, serializer):
-        create_job(serializer, audit=self.audit)
-
+    # Each change commits with its version and its audit event, or none does (apps.jobs.services).
     def perform_update(self, serializer):
-        fields = serializer.initial_data if isinstance(serializer.initial_data, dict) else []
-        update_job(serializer, audit=self.audit, fields=fields)
+        sent = serializer.initial_data if isinstance(serializer.initial_data, dict) else []
+        with refusals_as_errors():
+            update_job(serializer.instance, serializer.validated_data, actor=self.actor, sent=sent, audit=self.audit)
 
     def perform_destroy(self, job):
         force = query_flag(self.request, "force")
@@ -162,10 +160,8 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def resume(self, request, pk=None):
         job = self.get_object()
         self._no_body()
-        try:
+        with refusals_as_errors():
             resume_job(job, audit=self.audit)
-        except validation.PlanLimit as exc:
-            raise plan_limit_error(exc) from None
         return Response(JobSerializer(job, context=self.get_serializer_context()).data)
 
     @extend_schema(parameters=[NextRunsQuerySerializer], responses=RunsSerializer, description=(
@@ -226,16 +222,12 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         version = version_of(job, number)
         author = versions.Author(user=self.actor.user, api_key=self.actor.api_key)
         try:
-            with transaction.atomic():  # the rollback and its audit event commit together
+            with refusals_as_errors(), transaction.atomic():  # the rollback and its audit event commit together
                 new = versions.rollback(job, version, author=author, plan=self.actor.organization.plan)
                 if new is not None:
                     self.audit("job.rollback", job, {"to_version": version.number, "version": new.number})
         except versions.VersionConflict as exc:
             raise VersionConflict(exc.message) from None
-        except validation.JobInvalid as exc:
-            raise ValidationError({p.field: [ErrorDetail(p.message, code=p.code)] for p in exc.problems}) from None
-        except validation.PlanLimit as exc:
-            raise plan_limit_error(exc) from None
         current = new or version_of(job, job.version)
         return Response(JobVersionDetailSerializer(current).data,
                         status=status.HTTP_201_CREATED if new else status.HTTP_200_OK)
