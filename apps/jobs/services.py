@@ -3,15 +3,14 @@
 The API (apps.executions.history.job_api), the pages (apps.web.views.jobs) and the crontab
 import validate with JobSerializer and hand its ``validated_data`` here. A change asked for
 by a person or an API key commits with its version and its audit event in one transaction,
-or none does: the callers pass ``audit(action, target, data)`` (apps.api.audit.audit bound
-to the request). Without ``audit`` (pause and resume by the system: plan changes, auto
-disable) the change alone is made. Refusals are the validation's exceptions (PlanLimit,
+or none does (apps.api.audit.audited): the callers pass ``audit``, the request's. Without
+it (pause and resume by the system: plan changes, auto disable) the change alone is made. Refusals are the validation's exceptions (PlanLimit,
 JobInvalid); the callers turn them into their answers.
 """
 
-from django.db import transaction
 from django.utils import timezone
 
+from apps.api.audit import audited
 from apps.sql import rows
 from apps.sql.clock import database_now
 from apps.accounts.models import Organization
@@ -24,12 +23,8 @@ from .models import Job, JobDependency, JobVersion
 from .scheduling import due_time, next_occurrence
 
 
-def _no_audit(action, target=None, data=None):
-    return None
-
-
-@transaction.atomic
-def create_job(fields, *, actor, source=JobVersion.Source.API, audit=_no_audit, **data):
+@audited
+def create_job(fields, *, actor, source=JobVersion.Source.API, audit, **data):
     """A new job of JobSerializer's validated ``fields`` (``dependencies``: [(upstream job,
     on)]), made by ``actor``, with its first version and its audit event (``data`` goes into
     the event). Raises PlanLimit past the plan's job quota and JobInvalid when the
@@ -50,8 +45,8 @@ def create_job(fields, *, actor, source=JobVersion.Source.API, audit=_no_audit, 
     return job
 
 
-@transaction.atomic
-def update_job(job, fields, *, actor, sent, source=JobVersion.Source.API, audit=_no_audit):
+@audited
+def update_job(job, fields, *, actor, sent, source=JobVersion.Source.API, audit):
     """Change ``job`` to JobSerializer's validated ``fields`` (``dependencies`` as for
     create_job; left out, the job keeps its links), with its new version and its audit event
     naming the fields ``sent``. Raises JobInvalid as create_job does."""
@@ -80,6 +75,16 @@ def update_job(job, fields, *, actor, sent, source=JobVersion.Source.API, audit=
         pause_job(job)
     audit("job.update", job, {"fields": sorted(sent)})
     return job
+
+
+@audited
+def rollback_job(job, version, *, actor, audit):
+    """Make ``version``'s definition the job's again, as a new version with its audit event
+    (apps.jobs.versions.rollback: its refusals, and None when the job already has it)."""
+    new = versions.rollback(job, version, author=_author(actor), plan=actor.organization.plan)
+    if new is not None:
+        audit("job.rollback", job, {"to_version": version.number, "version": new.number})
+    return new
 
 
 def changed_fields(job, fields):
@@ -131,22 +136,22 @@ def _not_expired_without_schedule(job):
         job.expired_at = None  # no next run is normal for a job its upstreams start
 
 
-@transaction.atomic
+@audited
 def delete_job(job, *, audit):
     """Delete the job now; its history goes after, in batches (apps.executions.purging)."""
     audit("job.delete", job, {"name": job.name})
     hooks.delete_jobs([job])
 
 
-@transaction.atomic
-def pause_job(job, *, reason="", audit=_no_audit):
+@audited
+def pause_job(job, *, reason="", audit):
     Job.objects.filter(pk=job.pk).update(enabled=False, paused_reason=reason, updated_at=timezone.now())
     job.enabled, job.paused_reason = False, reason
     audit("job.pause", job, None)
 
 
-@transaction.atomic
-def resume_job(job, *, now=None, plan=None, audit=_no_audit):
+@audited
+def resume_job(job, *, now=None, plan=None, audit):
     """Resume from now: occurrences missed while paused are not caught up. Raises
     PlanLimit when the job no longer fits its organization's plan (e.g. paused by a
     downgrade): it resumes after an upgrade or an edit that brings it within the plan."""

@@ -6,7 +6,6 @@ One viewset, defined here because executions is the highest app its actions need
 filter, services, versions), the badges app the badge's and this app the runs'.
 """
 
-from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import filters, status, viewsets
@@ -32,7 +31,7 @@ from apps.jobs.queries import job_count
 from apps.jobs.schedule_serializers import NO_SCHEDULE_DESCRIPTION, NextRunsQuerySerializer, RunsSerializer
 from apps.jobs.scheduling import job_schedule
 from apps.jobs.serializers import JobSerializer, refusals_as_errors
-from apps.jobs.services import create_job, delete_job, pause_job, resume_job, update_job
+from apps.jobs.services import create_job, delete_job, pause_job, resume_job, rollback_job, update_job
 from apps.jobs.versions_api import (NUMBER, JobVersionDetailSerializer, JobVersionSerializer, VersionConflict,
                                     version_of, versions_of)
 from apps.jobs.windowing import job_next_runs
@@ -187,10 +186,8 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def import_crontab(self, request):
         serializer = ImportCrontabSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
-        result = import_crontab(**serializer.validated_data, context=self.get_serializer_context())
-        created = [str(job["id"]) for job in result["jobs"] if job["id"]]
-        if created:
-            self.audit("job.import_crontab", serializer.validated_data["project"], {"created": created})
+        result = import_crontab(**serializer.validated_data, context=self.get_serializer_context(), audit=self.audit)
+        created = any(job["id"] for job in result["jobs"])
         return Response(ImportResultSerializer(result).data, status=201 if created else 200)
 
     # -- the definition's versions (apps.jobs.versions)
@@ -220,12 +217,9 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         job = self.get_object()
         self._no_body()
         version = version_of(job, number)
-        author = versions.Author(user=self.actor.user, api_key=self.actor.api_key)
         try:
-            with refusals_as_errors(), transaction.atomic():  # the rollback and its audit event commit together
-                new = versions.rollback(job, version, author=author, plan=self.actor.organization.plan)
-                if new is not None:
-                    self.audit("job.rollback", job, {"to_version": version.number, "version": new.number})
+            with refusals_as_errors():
+                new = rollback_job(job, version, actor=self.actor, audit=self.audit)
         except versions.VersionConflict as exc:
             raise VersionConflict(exc.message) from None
         current = new or version_of(job, job.version)
