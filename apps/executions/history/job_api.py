@@ -234,8 +234,7 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def trigger(self, request, pk=None):
         job = self.get_object()
         self._no_body()
-        execution = trigger_now(
-            job, audit=lambda execution: self.audit("job.trigger", job, {"execution": str(execution.pk)}))
+        execution = trigger_now(job, audit=self.audit)
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=ExecutionSerializer(many=True), filters=True, description=UNDESCRIBED)

@@ -484,7 +484,7 @@ def job_resume(request, pk):
 @require_POST
 def job_trigger(request, pk):
     job = _job_action(request, pk)
-    trigger_now(job, audit=lambda execution: audit(request, "job.trigger", job, {"execution": str(execution.pk)}))
+    trigger_now(job, audit=partial(audit, request))
     messages.success(request, "Run started: it appears in the history below.")
     return redirect(reverse("web:job_detail", args=[job.pk]) + "#history")
 
