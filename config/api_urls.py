@@ -10,7 +10,7 @@ from apps.archives.api import ArchiveViewSet
 from apps.billing.api import UsageView
 from apps.badges.api import BadgeViewSet
 from apps.executions.history.api import DeadLetterViewSet, ExecutionViewSet, ProjectExecutionViewSet
-from apps.executions.history.job_api import JobViewSet  # the jobs viewset with its runs' and badge's actions
+from apps.executions.history.job_api import JobViewSet
 from apps.executions.history.stats_api import StatsView
 from apps.jobs.api import SchedulePreviewViewSet
 from apps.monitors.api import MonitorViewSet

@@ -10,4 +10,4 @@ TIMEZONES = sorted(available_timezones() - {"localtime", "Factory"})
 
 def serializer_context(request):
     """A page's write is the API's, by the page's actor (set by apps.api.access.member_view)."""
-    return {"actor": request.actor, "request": request, "version_source": "page"}
+    return {"actor": request.actor, "request": request}

@@ -1,14 +1,11 @@
-"""/api/v1/badges/: the organization's status badges (create, list, revoke), and what a
-job's ``/api/v1/jobs/{id}/badge/`` answers (JobBadgeActions, mixed into the jobs viewset by
-apps.executions.history.job_api)."""
+"""/api/v1/badges/: the organization's status badges (create, list, revoke), and the pieces
+of a job's ``/api/v1/jobs/{id}/badge/`` (apps.executions.history.job_api)."""
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from apps.api.base import ApiViewMixin, StrictSerializer
@@ -84,28 +81,6 @@ BADGE_EXAMPLE = OpenApiExample("A badge", response_only=True, value={
     "url": "https://cron.example.com/badge/q8Zb0n3xXv1gHk2mP4rT7wYc.svg",
     "markdown": "![cron status](https://cron.example.com/badge/q8Zb0n3xXv1gHk2mP4rT7wYc.svg)",
     "state": "up", "created_at": "2026-11-29T21:00:00Z"})
-
-
-class JobBadgeActions:
-    """Mixed into JobViewSet: its get_object (tenancy, roles) finds the job."""
-
-    @extend_schema(request=None, responses={200: BadgeSerializer, 201: BadgeSerializer}, examples=[BADGE_EXAMPLE],
-                   description="GET: the job's status badge (404 `not_found` when it has none). POST: create it "
-                               "(201), or return the existing one (200). The SVG at `url` is public and shows "
-                               "only `cron: up|failing|paused`.")
-    @action(detail=True, methods=["get", "post"], filter_backends=[], pagination_class=None)
-    def badge(self, request, pk=None):
-        job = self.get_object()
-        if request.method == "GET":
-            badge = Badge.objects.filter(job=job).first()
-            if badge is None:
-                raise NotFound("This job has no badge yet; POST to create it.")
-            return Response(BadgeSerializer(badge).data)
-        self._no_body()
-        badge, created = badge_for(job=job)
-        if created:
-            self.audit("badge.create", job, {"badge": badge.pk})
-        return Response(BadgeSerializer(badge).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 @extend_schema_view(

@@ -1,8 +1,6 @@
-"""/api/v1/jobs/ and /api/v1/schedules/preview/.
-
-A job's runs, trigger, statistics and badge (/api/v1/jobs/{id}/executions/, trigger/, stats/,
-badge/) are actions of the executions and badges apps, mixed into JobViewSet above this
-layer by apps.executions.history.job_api, which config/api_urls.py routes /api/v1/jobs/ to."""
+"""/api/v1/schedules/preview/, and the pieces of /api/v1/jobs/ that are the jobs app's: its
+filter, the job lookup, the next runs' payload, the examples. The jobs viewset itself is
+apps.executions.history.job_api's (the highest app its actions need)."""
 
 import json
 from zoneinfo import ZoneInfo
@@ -12,38 +10,24 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Exists, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import filters, status, viewsets
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ErrorDetail, NotFound, ValidationError
+from rest_framework.exceptions import ErrorDetail, ValidationError
 from rest_framework.response import Response
 
 from apps.sql import rows
-from apps.api import idempotency
 from apps.api.actor import Role
-from apps.api.base import ApiViewMixin, EmptySerializer
+from apps.api.base import ApiViewMixin
 from apps.api.errors import Conflict
-from apps.api.filters import FilterBackend, names_a_filter
-from apps.api.params import query_flag
-from apps.api.representation import represent, represent_many
 from cronsvc.schedules import ScheduleError, describe, next_runs, validate_schedule
 from cronsvc.schedules.parse import format_instant
 
 from .health import STATUSES, health_filter
 from . import queries
-from .queries import job_count
 from .models import Job, JobDependency
-from .scheduling import job_schedule
-from .crontab_import import ImportCrontabSerializer, ImportResultSerializer, import_crontab
-from .links import attach_links, load_links
-from .schedule_serializers import (
-    NO_SCHEDULE_DESCRIPTION, NextRunsQuerySerializer, RunsSerializer, SchedulePreviewSerializer,
-)
-from .serializers import JobSerializer, plan_limit_error
-from .services import create_job, delete_job, pause_job, resume_job, update_job
-from .versions_api import JobVersionActions
-from .windowing import job_next_runs
-from .validation import PlanLimit
+from .links import attach_links
+from .schedule_serializers import RunsSerializer, SchedulePreviewSerializer
 
 JOB_EXAMPLE = OpenApiExample(
     "Nightly cron job",
@@ -125,7 +109,7 @@ class JobFilter(django_filters.FilterSet):
 JOB_HAS_LINKS = Exists(JobDependency.objects.filter(Q(upstream=OuterRef("pk")) | Q(downstream=OuterRef("pk"))))
 
 
-def _job_of(actor, pk):
+def job_of(actor, pk):
     """The job ``pk`` of the actor's organization and projects with its dependency links
     attached, or None (a malformed id included). One hand-written query: every job
     endpoint reads it, and compiling the ORM's query and prefetches costs more than running
@@ -140,150 +124,6 @@ def _job_of(actor, pk):
         return None
     job = found[0][0]
     return attach_links([job], [(dependency, name) for _, dependency, name in found])[0]
-
-
-@extend_schema_view(
-    create=extend_schema(
-        examples=[JOB_EXAMPLE],
-        parameters=[OpenApiParameter(idempotency.HEADER, str, OpenApiParameter.HEADER, description=(
-            "Optional. A retry with the same key (and body) within 24 h returns the first result "
-            "instead of creating a second job; a different body answers 409 idempotency_key_reused.")),
-            OpenApiParameter("Idempotent-Replayed", str, OpenApiParameter.HEADER, response=[201],
-                             description="`true` when this is the stored result of an earlier request.")],
-        description="Create a job. Refused with 402 `plan_limit` past max_jobs, max_timeout_seconds or "
-                    "max_attempts." + PLAN_LIMIT_NOTE,
-    ),
-    update=extend_schema(examples=[JOB_EXAMPLE], description=(
-        "Replace a job. Optional fields left out keep their values; request.auth left out (or sent back "
-        "masked as returned) keeps the stored credentials." + PLAN_LIMIT_NOTE)),
-    partial_update=extend_schema(description="Change some fields; request.auth omitted keeps the stored "
-                                             "credentials." + PLAN_LIMIT_NOTE),
-    pause=extend_schema(request=EmptySerializer, responses=JobSerializer,
-                        description="Pause the job. Its `dependents` (in the response) no longer run after it."),
-    destroy=extend_schema(
-        parameters=[OpenApiParameter("force", bool, description="Delete even if other jobs depend on this one.")],
-        description="Delete a job. A job other jobs depend on answers 409 `has_dependents` listing them "
-                    "(`dependents`), unless `?force=true`: they then lose this dependency."),
-    resume=extend_schema(request=EmptySerializer, responses=JobSerializer,
-                         description="Resume from now: runs missed while paused are not caught up."),
-    next_runs=extend_schema(parameters=[NextRunsQuerySerializer], responses=RunsSerializer, description=(
-        "The job's next runs. A job with schedule `{\"type\": \"none\"}` runs only after its upstream jobs: "
-        "`runs` is empty and `description` says so. With execution windows, each run says what becomes of its "
-        "occurrence: `status` `run`, `skipped` (reason `outside_window`; `at` is the occurrence) or `deferred` "
-        "(`at` is when it really runs, the windows' next opening; `occurrence` the schedule's time).")),
-    import_crontab=extend_schema(request=ImportCrontabSerializer, responses={200: ImportResultSerializer,
-                                                                             201: ImportResultSerializer}),
-)
-class JobViewSet(JobVersionActions, ApiViewMixin, viewsets.ModelViewSet):
-    queryset = Job.objects.none()  # for the schema; get_queryset scopes the real one
-    serializer_class = JobSerializer
-    filter_backends = [FilterBackend, filters.OrderingFilter]
-    filterset_class = JobFilter
-    ordering_fields = ["name", "created_at", "updated_at", "next_run_at"]
-    ordering = ["name", "id"]
-
-    def get_queryset(self):
-        return self.actor.scope_to_projects(Job.objects.for_organization(self.actor.organization))
-
-    def get_object(self):
-        # The list's filters (?enabled=..., the executions filters) never hide the job itself.
-        job = _job_of(self.actor, self.kwargs["pk"])
-        if job is None:
-            raise NotFound()
-        self.check_object_permissions(self.request, job)
-        job.organization = self.actor.organization  # as loaded by authentication, with its plan
-        return job
-
-    def retrieve(self, request, *args, **kwargs):
-        return Response(represent(JobSerializer, self.get_object(), self.get_serializer_context()))
-
-    def list(self, request, *args, **kwargs):
-        jobs = self.filter_queryset(self.get_queryset()).annotate(has_links=JOB_HAS_LINKS)
-        page = self._complete(self.paginate_queryset(jobs))
-        return self.get_paginated_response(represent_many(JobSerializer, page, self.get_serializer_context()))
-
-    def known_count(self):
-        """The list's total when it shows every job of the organization: the count the
-        database keeps (jobcount), not a COUNT over the organization's jobs, which grows with
-        them (bench/README.md, "Figures behind the code")."""
-        if (self.action != "list" or self.actor.project_ids is not None
-                or names_a_filter(self.request.query_params, self.filterset_class)):
-            return None
-        return job_count(self.actor.organization.pk)
-
-    def _complete(self, jobs):
-        """The caller's organization (and plan) as loaded by authentication, rather than
-        joined again per job, and the page's dependency links in one query (none when no
-        job of the page has any)."""
-        for job in jobs:
-            job.organization = self.actor.organization
-        return load_links(jobs)
-
-    def create(self, request, *args, **kwargs):
-        return idempotency.run_once(request, "jobs.create", lambda: self._create(request))
-
-    def _create(self, request):
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        self.perform_create(serializer)
-        context = self.get_serializer_context()
-        return Response(represent(JobSerializer, serializer.instance, context), status=status.HTTP_201_CREATED)
-
-    # Each change commits with its audit event, or neither does (apps.jobs.services).
-    def perform_create(self, serializer):
-        create_job(serializer, audit=self.audit)
-
-    def perform_update(self, serializer):
-        fields = serializer.initial_data if isinstance(serializer.initial_data, dict) else []
-        update_job(serializer, audit=self.audit, fields=fields)
-
-    def perform_destroy(self, job):
-        force = query_flag(self.request, "force")
-        dependents = list(job.downstream_links.select_related("downstream").order_by("id"))
-        if dependents and not force:
-            raise HasDependents(dependents)
-        delete_job(job, audit=self.audit)  # its history goes after, in batches
-
-    @action(detail=True, methods=["post"])
-    def pause(self, request, pk=None):
-        job = self.get_object()
-        self._no_body()
-        pause_job(job, reason="paused through the API", audit=self.audit)
-        return Response(JobSerializer(job, context=self.get_serializer_context()).data)
-
-    @action(detail=True, methods=["post"])
-    def resume(self, request, pk=None):
-        job = self.get_object()
-        self._no_body()
-        try:
-            resume_job(job, audit=self.audit)
-        except PlanLimit as exc:
-            raise plan_limit_error(exc) from None
-        return Response(JobSerializer(job, context=self.get_serializer_context()).data)
-
-    @action(detail=True, methods=["get"], url_path="next-runs", filter_backends=[], pagination_class=None)
-    def next_runs(self, request, pk=None):
-        job = self.get_object()
-        query = NextRunsQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        if job.schedule_type == Job.ScheduleType.NONE:  # its upstream jobs start it: no run of its own
-            return Response({"runs": [], "description": NO_SCHEDULE_DESCRIPTION})
-        after = query.validated_data.get("after") or timezone.now()
-        placed = job_next_runs(job, after, query.validated_data["count"])
-        return Response(placed_runs_payload(job_schedule(job), placed))
-
-    @action(detail=False, methods=["post"], url_path="import-crontab", filter_backends=[], pagination_class=None)
-    def import_crontab(self, request):
-        serializer = ImportCrontabSerializer(data=request.data, context=self.get_serializer_context())
-        serializer.is_valid(raise_exception=True)
-        result = import_crontab(**serializer.validated_data, context=self.get_serializer_context())
-        created = [str(job["id"]) for job in result["jobs"] if job["id"]]
-        if created:
-            self.audit("job.import_crontab", serializer.validated_data["project"], {"created": created})
-        return Response(ImportResultSerializer(result).data, status=201 if created else 200)
-
-    def _no_body(self):
-        EmptySerializer(data=self.request.data or {}).is_valid(raise_exception=True)
 
 
 class SchedulePreviewViewSet(ApiViewMixin, viewsets.GenericViewSet):

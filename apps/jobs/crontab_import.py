@@ -1,11 +1,11 @@
 """Importing a crontab through the API and the pages: each line a job made through
 JobSerializer (the same validation as a create), within the plan's job quota."""
 
-from django.db import transaction
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from apps.accounts.models import Organization
+from apps.api.audit import audited, no_audit
 from apps.api.base import StrictSerializer
 from apps.api.errors import PlanLimitExceeded, error_body
 from apps.projects.models import Project
@@ -14,7 +14,8 @@ from cronsvc.schedules import ScheduleError, describe, parse_crontab, parse_sche
 from .queries import job_count
 from .models import JobVersion
 from .scheduling import job_schedule
-from .serializers import DefaultProject, ErrorExtraMixin, JobSerializer, ProjectField
+from .serializers import DefaultProject, ErrorExtraMixin, JobSerializer, ProjectField, refusals_as_errors
+from .services import create_job
 
 
 class ImportCrontabSerializer(ErrorExtraMixin, StrictSerializer):
@@ -49,7 +50,7 @@ class ImportResultSerializer(serializers.Serializer):
     errors = CrontabLineErrorSerializer(many=True)
 
 
-def import_crontab(*, crontab, project, dry_run, context):
+def import_crontab(*, crontab, project, dry_run, context, audit=no_audit):
     """Validate every job line of a crontab like a POST /jobs/ would, and create the
     valid ones unless ``dry_run``. Returns ImportResultSerializer data."""
     try:
@@ -67,11 +68,20 @@ def import_crontab(*, crontab, project, dry_run, context):
             accepted.append((imported, body))
         else:
             errors.append({"line": imported.line, "text": lines[imported.line - 1], "code": code, "reason": reason})
-    with transaction.atomic():
-        accepted, refused = _within_quota(accepted, context["actor"], lines)
-        jobs = [_imported(imported, body, None if dry_run else _create(body, context))
-                for imported, body in accepted]
+    jobs, refused = _create_all(accepted, project, lines, dry_run=dry_run, context=context, audit=audit)
     return {"dry_run": dry_run, "jobs": jobs, "errors": sorted(errors + refused, key=lambda e: e["line"])}
+
+
+@audited
+def _create_all(accepted, project, lines, *, dry_run, context, audit):
+    """The accepted lines the plan leaves room for, created (unless ``dry_run``) with one audit
+    event naming them; the others refused."""
+    accepted, refused = _within_quota(accepted, context["actor"], lines)
+    jobs = [_imported(imported, body, None if dry_run else _create(body, context)) for imported, body in accepted]
+    created = [str(job["id"]) for job in jobs if job["id"]]
+    if created:
+        audit("job.import_crontab", project, {"created": created})
+    return jobs, refused
 
 
 def _validate_line(serializer):
@@ -97,9 +107,10 @@ def _within_quota(accepted, actor, lines):
 
 
 def _create(body, context):
-    serializer = JobSerializer(data=body, context={**context, "version_source": JobVersion.Source.IMPORT})
+    serializer = JobSerializer(data=body, context=context)
     serializer.is_valid(raise_exception=True)
-    return serializer.save()
+    with refusals_as_errors():
+        return create_job(serializer.validated_data, actor=context["actor"], source=JobVersion.Source.IMPORT)
 
 
 def _imported(imported, body, job):

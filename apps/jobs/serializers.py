@@ -8,8 +8,8 @@ their own modules (schedule_serializers, request_serializers, links, crontab_imp
 """
 
 import copy
+from contextlib import contextmanager
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
@@ -18,23 +18,38 @@ from apps.sql.clock import database_now
 from apps.sql import rows
 from apps.api.base import StrictModelSerializer, StrictSerializer
 from apps.api.errors import PlanLimitExceeded
-from apps.accounts.models import Organization
 from apps.projects.models import Project
 from cronsvc.delivery.masking import MASK, SECRET_HEADER_NAMES
 from cronsvc.ids import uuid_or_none
 from cronsvc.schedules import describe
 
-from . import queries, validation, versions
-from .models import Job, JobDependency, JobVersion
+from . import queries, validation
+from .models import Job, JobDependency
 from .links import job_links
 from .request_serializers import SECRET_KEYS, JobRetrySerializer, JobSuccessSerializer, RequestSpecSerializer
 from .schedule_serializers import NO_SCHEDULE_DESCRIPTION, BlackoutsField, ScheduleField, WindowsField
 from .scheduling import job_schedule
 from .scripts import ScriptSpecSerializer, validate_kind
-from .services import pause_job, reschedule, resume_job
+from .services import changed_fields, check_links, stored_links
 
 def plan_limit_error(exc):
     return PlanLimitExceeded(exc.message, limit=exc.limit, plan=exc.plan, field=exc.field, reason=exc.reason)
+
+
+def invalid_error(exc):
+    """JobInvalid as the API's 400, each problem under its field."""
+    return serializers.ValidationError({p.field: [ErrorDetail(p.message, code=p.code)] for p in exc.problems})
+
+
+@contextmanager
+def refusals_as_errors():
+    """The validation's refusals as the API's answers: JobInvalid a 400, PlanLimit a 402."""
+    try:
+        yield
+    except validation.JobInvalid as exc:
+        raise invalid_error(exc) from None
+    except validation.PlanLimit as exc:
+        raise plan_limit_error(exc) from None
 
 
 # --- the job --------------------------------------------------------------------------
@@ -253,17 +268,15 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
             attrs["auth"] = self._keep_masked_secrets(attrs["auth"])
         self._split_secret_headers(attrs)
         validate_kind(attrs, self.instance)
-        self._links = self._resolve_dependencies(attrs.pop("dependencies", None))
+        links = self._resolve_dependencies(attrs.pop("dependencies", None))
         job = self._candidate(attrs)
-        self._check_dependencies(job, lock=False)
-        try:
-            validation.validate_job(job, plan=self.context["actor"].organization.plan, now=self.now,
-                                    changed=self._changed(attrs))
-        except validation.JobInvalid as exc:
-            raise serializers.ValidationError(
-                {p.field: [ErrorDetail(p.message, code=p.code)] for p in exc.problems}) from None
-        except validation.PlanLimit as exc:
-            raise plan_limit_error(exc) from None
+        changed = changed_fields(self.instance, attrs) if self.instance else validation.ALL_FIELDS
+        with refusals_as_errors():
+            check_links(job, stored_links(self.instance) if links is None and self.instance else links or [],
+                        lock=False)
+            validation.validate_job(job, plan=self.context["actor"].organization.plan, now=self.now, changed=changed)
+        if links is not None:
+            attrs["dependencies"] = links  # [(upstream job, on)] for apps.jobs.services
         return attrs
 
     def _resolve_dependencies(self, given):
@@ -288,29 +301,6 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
             raise serializers.ValidationError(errors)
         # a PATCH leaves the nested default unapplied
         return [(jobs[item["job"]], item.get("on", JobDependency.On.SUCCESS)) for item in given]
-
-    def _check_dependencies(self, job, *, lock=True):
-        """In validate (so forms show the problem), and again when saving with the project
-        row locked: two concurrent saves cannot close a cycle between them."""
-        links = self._links
-        if links is None:
-            links = [(link.upstream, link.on) for link in job.upstream_links.select_related("upstream")] \
-                if self.instance else []
-        if lock and links:  # a job without upstreams closes no cycle: nothing to serialise
-            Project.objects.select_for_update().filter(pk=job.project_id).first()
-        try:
-            validation.check_dependencies(job, links)
-        except validation.JobInvalid as exc:
-            raise serializers.ValidationError(
-                {p.field: [ErrorDetail(p.message, code=p.code)] for p in exc.problems}) from None
-
-    def _save_dependencies(self, job):
-        if self._links is None:
-            return
-        JobDependency.objects.filter(downstream=job).delete()
-        JobDependency.objects.bulk_create(
-            [JobDependency(downstream=job, upstream=upstream, on=on) for upstream, on in self._links])
-        job.loaded_links = None  # the representation reads the new links
 
     def _keep_masked_secrets(self, auth):
         """``••••`` stands for the stored secret of the same auth type."""
@@ -355,81 +345,3 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
         job.headers = job.request_headers()  # validated together, stored apart
         job.organization_id = job.project.organization_id
         return job
-
-    def _changed(self, attrs):
-        if self.instance is None:
-            return validation.ALL_FIELDS
-        return frozenset(name for name, value in attrs.items() if getattr(self.instance, name) != value)
-
-    # -- saving
-
-    def _author(self):
-        actor = self.context["actor"]
-        return versions.Author(user=actor.user, api_key=actor.api_key)
-
-    def _source(self):
-        """Which door the change came through, for its version (the pages and the import say)."""
-        return self.context.get("version_source", JobVersion.Source.API)
-
-    def create(self, validated_data):
-        actor = self.context["actor"]
-        # No savepoint of its own inside a caller's transaction (the API's, with the audit
-        # event): no caller goes on in it after a failed create, and it costs two round trips.
-        with transaction.atomic(savepoint=False):
-            try:
-                organization = _room_for_a_job(actor.organization)
-            except validation.PlanLimit as exc:
-                raise plan_limit_error(exc) from None
-            job = Job(**validated_data, organization=organization)
-            reschedule(job, now=self.now)
-            _not_expired_without_schedule(job)
-            self._check_dependencies(job)
-            rows.insert(job)  # job.save() without the ORM's insert compiler
-            self._save_dependencies(job)
-            versions.record(job, None, [(upstream.pk, on) for upstream, on in self._links or ()],
-                            author=self._author(), source=self._source())
-        if not self._links:
-            job.loaded_links = {"upstream_links": [], "downstream_links": []}  # a new job has none
-        return job
-
-    def update(self, job, validated_data):
-        enabled = validated_data.pop("enabled", job.enabled)
-        changed = self._changed(validated_data)
-        dependencies = [(link.upstream_id, link.on) for link in job_links(job, "upstream_links")]
-        before = versions.definition(job, dependencies)
-        if self._links is not None:
-            dependencies = [(upstream.pk, on) for upstream, on in self._links]
-        for name, value in validated_data.items():
-            setattr(job, name, value)
-        job.organization_id = job.project.organization_id
-        if changed & (validation.SCHEDULE_FIELDS | {"jitter_seconds"}):
-            reschedule(job, now=self.now)
-            _not_expired_without_schedule(job)
-        with transaction.atomic():
-            self._check_dependencies(job)
-            # Before the save, which then writes the version's number (see versions.record).
-            versions.record(job, before, dependencies, author=self._author(), source=self._source())
-            job.save()
-            self._save_dependencies(job)
-            if enabled and not job.enabled:
-                resume_job(job, now=self.now)
-            elif job.enabled and not enabled:
-                pause_job(job)
-        return job
-
-
-def _room_for_a_job(organization):
-    """``organization``, once sure one more job fits its plan (PlanLimit otherwise). Near
-    the limit the organization's row is locked (and returned locked) so that concurrent
-    creates cannot overshoot it; far below it the lock would only serialise them."""
-    plan = organization.plan
-    if validation.far_below_job_quota(organization, plan):
-        return organization
-    locked = Organization.objects.select_for_update().get(pk=organization.pk)
-    validation.check_job_quota(locked, plan)
-    return locked
-
-
-def _not_expired_without_schedule(job):
-    if job.schedule_type == Job.ScheduleType.NONE:
-        job.expired_at = None  # no next run is normal for a job its upstreams start

@@ -1,8 +1,8 @@
 """Job versions: every change of a job's definition keeps the version it made.
 
-A job's ``version`` is the number of its current JobVersion. The job services that change
-a job (JobSerializer's create and update, used by the API, the pages and the crontab
-import; the admin's save; ``rollback``) call ``record`` in the transaction of the change:
+A job's ``version`` is the number of its current JobVersion. What changes a job
+(apps.jobs.services' create_job and update_job, used by the API, the pages and the crontab
+import; the admin's save; ``rollback``) calls ``record`` in the transaction of the change:
 one UPDATE ... RETURNING numbers the new version (and serialises concurrent changes of the
 job), one INSERT stores it. The scheduler copies ``jobs.version`` onto every execution it
 inserts from the row it already claims, so runs name their version at no cost.

@@ -2,7 +2,6 @@
 
 import django_filters
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import filters, serializers, status, viewsets
@@ -80,9 +79,7 @@ class MonitorViewSet(ApiViewMixin, viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         try:
-            with transaction.atomic():
-                serializer.instance = services.create_monitor(**serializer.validated_data)
-                self.audit("monitor.create", serializer.instance, {"name": serializer.instance.name})
+            serializer.instance = services.create_monitor(**serializer.validated_data, audit=self.audit)
         except PlanLimit as exc:
             raise plan_limit_error(exc) from None
 
@@ -91,31 +88,24 @@ class MonitorViewSet(ApiViewMixin, viewsets.ModelViewSet):
         project = fields.pop("project", None)
         if project is not None and project.pk != serializer.instance.project_id:
             fields["project"] = project
-        with transaction.atomic():
-            serializer.instance = services.update_monitor(serializer.instance, **fields)
-            self.audit("monitor.update", serializer.instance, {"fields": sorted(serializer.validated_data)})
+        serializer.instance = services.update_monitor(serializer.instance, sent=serializer.validated_data,
+                                                      audit=self.audit, **fields)
 
     def perform_destroy(self, monitor):
-        with transaction.atomic():
-            self.audit("monitor.delete", monitor, {"name": monitor.name})
-            monitor.delete()
+        services.delete_monitor(monitor, audit=self.audit)
 
     @action(detail=True, methods=["post"])
     def pause(self, request, pk=None):
         monitor = self.get_object()
         self._no_body()
-        with transaction.atomic():
-            services.pause_monitor(monitor)
-            self.audit("monitor.pause", monitor)
+        services.pause_monitor(monitor, audit=self.audit)
         return Response(MonitorSerializer(monitor, context=self.get_serializer_context()).data)
 
     @action(detail=True, methods=["post"])
     def resume(self, request, pk=None):
         monitor = self.get_object()
         self._no_body()
-        with transaction.atomic():
-            services.resume_monitor(monitor)
-            self.audit("monitor.resume", monitor)
+        services.resume_monitor(monitor, audit=self.audit)
         return Response(MonitorSerializer(monitor, context=self.get_serializer_context()).data)
 
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=PingPagination,

@@ -1,9 +1,11 @@
-"""What the API, the pages and the admin do to monitors: one code path for each change."""
+"""What the API, the pages and the admin do to monitors: one code path for each change, made
+with its audit event in one transaction when a person asks for it (apps.api.audit.audited)."""
 
 from django.db import transaction
 from django.utils import timezone
 
 from apps.accounts.models import Organization
+from apps.api.audit import audited
 from apps.billing.limits import check_monitor_count
 
 from .changes import StateChange, record_state_changes
@@ -13,14 +15,16 @@ from .schedule import deadline, next_expected
 SCHEDULE_FIELDS = ("schedule_type", "cron_expression", "interval_seconds", "timezone", "grace_seconds")
 
 
-@transaction.atomic
-def create_monitor(*, project, **fields):
+@audited
+def create_monitor(*, project, audit, **fields):
     """A new monitor (state ``new``: it waits for its first ping). Raises PlanLimit past
     the plan's max_monitors; the organization row is locked so two creates cannot both
     take the last place."""
     organization = Organization.objects.select_for_update().select_related("plan").get(pk=project.organization_id)
     check_monitor_count(organization.plan, Monitor.objects.filter(organization=organization).count())
-    return Monitor.objects.create(project=project, organization=organization, **fields)
+    monitor = Monitor.objects.create(project=project, organization=organization, **fields)
+    audit("monitor.create", monitor, {"name": monitor.name})
+    return monitor
 
 
 def reschedule(monitor, now):
@@ -35,8 +39,9 @@ def reschedule(monitor, now):
     return monitor
 
 
-@transaction.atomic
-def update_monitor(monitor, *, now=None, **fields):
+@audited
+def update_monitor(monitor, *, sent, now=None, audit, **fields):
+    """Change ``monitor``'s ``fields``; the audit event names the fields ``sent``."""
     now = now or timezone.now()
     locked = Monitor.objects.select_for_update().get(pk=monitor.pk)
     old_state = locked.state
@@ -48,7 +53,14 @@ def update_monitor(monitor, *, now=None, **fields):
         locked.state_changed_at = now
     locked.save()
     _changed(locked.pk, old_state, locked.state, now)
+    audit("monitor.update", locked, {"fields": sorted(sent)})
     return locked
+
+
+@audited
+def delete_monitor(monitor, *, audit):
+    audit("monitor.delete", monitor, {"name": monitor.name})
+    monitor.delete()
 
 
 def _set_state(monitor, state, now, *, only_from=None, **fields):
@@ -67,16 +79,21 @@ def _changed(monitor_id, old_state, new_state, now):
         record_state_changes([StateChange(monitor_id, old_state, new_state)], now)
 
 
-def pause_monitor(monitor, *, now=None):
+@audited
+def pause_monitor(monitor, *, now=None, audit):
     """Paused monitors are never late or down; a ping resumes them (as Healthchecks does)."""
-    return _set_state(monitor, Monitor.State.PAUSED, now or timezone.now(), next_expected_at=None, deadline_at=None)
+    _set_state(monitor, Monitor.State.PAUSED, now or timezone.now(), next_expected_at=None, deadline_at=None)
+    audit("monitor.pause", monitor)
+    return monitor
 
 
-def resume_monitor(monitor, *, now=None):
+@audited
+def resume_monitor(monitor, *, now=None, audit):
     """Back to ``new``: it waits for the next ping before it can be late again."""
     # (a /start while paused left a deadline: a new monitor would go down by it)
-    return _set_state(monitor, Monitor.State.NEW, now or timezone.now(), only_from=Monitor.State.PAUSED,
-                      deadline_at=None)
+    _set_state(monitor, Monitor.State.NEW, now or timezone.now(), only_from=Monitor.State.PAUSED, deadline_at=None)
+    audit("monitor.resume", monitor)
+    return monitor
 
 
 def ensure_badge(monitor):

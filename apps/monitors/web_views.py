@@ -3,7 +3,7 @@ with its ping URL and recent pings. The form is validated by the API's MonitorSe
 changes go through apps.monitors.services, as the API's do."""
 
 from django.contrib import messages
-from django.db import transaction
+from functools import partial
 from datetime import timedelta
 from zoneinfo import ZoneInfo
 
@@ -107,9 +107,7 @@ def monitor_create(request):
         if not serializer.is_valid():
             return _render_form(request, forms.form_errors(serializer.errors))
         try:
-            with transaction.atomic():
-                monitor = services.create_monitor(**serializer.validated_data)
-                audit(request, "monitor.create", monitor, {"name": monitor.name})
+            monitor = services.create_monitor(**serializer.validated_data, audit=partial(audit, request))
         except PlanLimit as exc:
             return _render_form(request, {forms.NON_FIELD: [exc.message]})
         messages.success(request, f"Monitor “{monitor.name}” created: ping its URL from your job.")
@@ -128,9 +126,8 @@ def monitor_edit(request, pk):
                                        context=serializer_context(request))
         if not serializer.is_valid():
             return _render_form(request, forms.form_errors(serializer.errors), monitor)
-        with transaction.atomic():
-            monitor = services.update_monitor(monitor, **serializer.validated_data)
-            audit(request, "monitor.update", monitor, {"fields": sorted(serializer.validated_data)})
+        monitor = services.update_monitor(monitor, sent=serializer.validated_data, audit=partial(audit, request),
+                                          **serializer.validated_data)
         messages.success(request, f"Monitor “{monitor.name}” saved.")
         return redirect("monitors:detail", pk=monitor.pk)
     return render(request, "web/monitors/form.html",
@@ -143,9 +140,7 @@ def monitor_delete(request, pk):
     require_role(request, Role.DEVELOPER)
     if request.method == "POST":
         name = monitor.name
-        with transaction.atomic():
-            audit(request, "monitor.delete", monitor, {"name": name})
-            monitor.delete()
+        services.delete_monitor(monitor, audit=partial(audit, request))
         messages.success(request, f"Monitor “{name}” deleted.")
         return redirect("monitors:list")
     return render(request, "web/monitors/delete.html", {"monitor": monitor})
@@ -156,9 +151,7 @@ def monitor_delete(request, pk):
 def monitor_pause(request, pk):
     monitor = get_object_or_404(scoped_monitors(request.actor), pk=pk)
     require_role(request, Role.DEVELOPER)
-    with transaction.atomic():
-        services.pause_monitor(monitor)
-        audit(request, "monitor.pause", monitor)
+    services.pause_monitor(monitor, audit=partial(audit, request))
     return redirect("monitors:detail", pk=monitor.pk)
 
 
@@ -167,7 +160,5 @@ def monitor_pause(request, pk):
 def monitor_resume(request, pk):
     monitor = get_object_or_404(scoped_monitors(request.actor), pk=pk)
     require_role(request, Role.DEVELOPER)
-    with transaction.atomic():
-        services.resume_monitor(monitor)
-        audit(request, "monitor.resume", monitor)
+    services.resume_monitor(monitor, audit=partial(audit, request))
     return redirect("monitors:detail", pk=monitor.pk)

@@ -1,28 +1,27 @@
 """Creating, changing and deleting a project, each change with its audit event in one
-transaction: the API (apps.projects.api) and the pages (apps.web.views.settings) both go
-through here. ``audit(action, target, data)`` writes the event (apps.api.audit.audit bound to
-the request)."""
+transaction (apps.api.audit.audited): the API (apps.projects.api) and the pages
+(apps.web.views.settings) both go through here with their ``audit``."""
 
-from django.db import transaction
+from apps.api.audit import audited
 
 from . import hooks
 
 
-@transaction.atomic
+@audited
 def create_project(serializer, *, organization, audit):
     project = serializer.save(organization=organization)
     audit("project.create", project, {"name": project.name})
     return project
 
 
-@transaction.atomic
+@audited
 def update_project(serializer, *, audit):
     project = serializer.save()
     audit("project.update", project, {"name": project.name, "timezone": project.timezone})
     return project
 
 
-@transaction.atomic
+@audited
 def delete_project(project, *, audit):
     """Delete ``project`` and its jobs now; the jobs' history goes after, in batches
     (apps.executions.purging), not inside this transaction."""

@@ -74,12 +74,12 @@ def test_validation_errors_list_every_field(api, tenant):
 
 @pytest.mark.off_contract  # a provoked 500: no operation declares one
 def test_django_level_500_under_api_is_json(tenant, api, monkeypatch, client):
-    from apps.jobs import api as jobs_api
+    from apps.executions.history.job_api import JobViewSet
 
     def boom(*args, **kwargs):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(jobs_api.JobViewSet, "list", boom)
+    monkeypatch.setattr(JobViewSet, "list", boom)
     api.raise_request_exception = False
     response = api.get("/api/v1/jobs/")
     assert response.status_code == 500

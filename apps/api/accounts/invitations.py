@@ -14,6 +14,7 @@ from rest_framework import exceptions
 from apps.accounts import invitations as links
 from apps.accounts.models import Invitation, Membership, project_model
 from apps.api import ratelimit
+from apps.api.audit import audited, no_audit
 from apps.api.errors import Conflict
 
 from .members import AlreadyMember, set_member_projects
@@ -56,11 +57,7 @@ def spend_quota(organization, email):
             raise TooManyInvitations(ratelimit.count(name, ident, window=WINDOW)[1], scope)
 
 
-def _no_audit(action, target, data):
-    return None
-
-
-def invite(organization, *, email, role, project_ids, invited_by=None, audit=_no_audit, now=None):
+def invite(organization, *, email, role, project_ids, invited_by=None, audit=no_audit, now=None):
     """A pending invitation, e-mailed. Raises AlreadyMember (409: the address is a member of
     this organization, which its managers see anyway), AlreadyInvited (409) or
     TooManyInvitations (429). ``audit(action, target, data)`` writes the audit event in the
@@ -94,7 +91,7 @@ def invite(organization, *, email, role, project_ids, invited_by=None, audit=_no
     return invitation
 
 
-def resend(invitation, *, audit=_no_audit, now=None):
+def resend(invitation, *, audit=no_audit, now=None):
     """A new link valid for another 7 days (the old one stops working). Pending or expired
     invitations only."""
     if invitation.accepted_at is not None or invitation.revoked_at is not None:
@@ -103,7 +100,7 @@ def resend(invitation, *, audit=_no_audit, now=None):
     return links.new_link(invitation, audit=audit, now=now)
 
 
-def revoke(invitation, *, audit=_no_audit, now=None):
+def revoke(invitation, *, audit=no_audit, now=None):
     """Withdraw a pending (or expired) invitation. False when it was revoked already."""
     if invitation.accepted_at is not None:
         raise InvitationClosed("This invitation was accepted already: remove the member instead.")
@@ -117,8 +114,8 @@ def project_ids(invitation):
     return sorted(str(pk) for pk in invitation.projects.values_list("pk", flat=True))
 
 
-@transaction.atomic
-def accept(invitation, user, *, audit=_no_audit, now=None):
+@audited
+def accept(invitation, user, *, audit, now=None):
     """Make ``user`` (signed in as the invited address: the caller checked) a member.
     Returns (membership, created); raises ValueError with the refusal code when the link
     is no longer usable (checked again under the row's lock: a link works once)."""

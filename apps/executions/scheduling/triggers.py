@@ -4,6 +4,7 @@ from datetime import timedelta
 
 from django.db import transaction
 
+from apps.api.audit import audited
 from apps.sql.clock import database_now
 from .. import events
 from . import publishing
@@ -11,20 +12,20 @@ from ..models import Execution
 from ..routing import queue_for
 
 
-def trigger_now(job, *, now=None, trigger=Execution.Trigger.MANUAL, replay_of=None, audit=None):
-    """Create a queued execution for ``job`` and publish it once committed. ``audit(execution)``,
-    when given, records who asked in the same transaction: one commit (one WAL flush) for both."""
+@audited
+def trigger_now(job, *, now=None, trigger=Execution.Trigger.MANUAL, replay_of=None, audit):
+    """Create a queued execution for ``job`` and publish it once committed. The run, its
+    event (when the stream is on) and the audit event of who asked commit together: one
+    commit (one WAL flush) for all."""
     now = now or database_now()  # due now by the clock the worker's claim reads
     queue = queue_for(job.organization.plan.queue, job.region)
-    with transaction.atomic():  # the run and its event (when the stream is on) together
-        execution = Execution.objects.create(
-            job=job, organization_id=job.organization_id, scheduled_for=now, trigger=trigger,
-            status=Execution.Status.QUEUED, queue=queue, created_at=now, published_at=now,
-            replay_of=replay_of, job_version=job.version,
-        )
-        events.changed([execution], Execution.Status.QUEUED, "", now)
-        if audit is not None:
-            audit(execution)
+    execution = Execution.objects.create(
+        job=job, organization_id=job.organization_id, scheduled_for=now, trigger=trigger,
+        status=Execution.Status.QUEUED, queue=queue, created_at=now, published_at=now,
+        replay_of=replay_of, job_version=job.version,
+    )
+    events.changed([execution], Execution.Status.QUEUED, "", now)
+    audit("job.trigger", job, {"execution": str(execution.pk)})
     transaction.on_commit(lambda: publishing.publish({queue: [execution.id]}))
     return execution
 

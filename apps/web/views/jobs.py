@@ -36,10 +36,10 @@ from apps.jobs import forms as job_forms
 from apps.jobs.api import JobFilter, runs_payload, validate_preview
 from apps.jobs.windowing import job_next_runs
 from apps.jobs.clock_changes import mark_clock_changes
-from apps.jobs.models import Job, JobDependency
+from apps.jobs.models import Job, JobDependency, JobVersion
 from apps.jobs.scheduling import job_schedule
 from apps.jobs.schedule_serializers import NO_SCHEDULE_DESCRIPTION, SchedulePreviewSerializer
-from apps.jobs.serializers import JobSerializer
+from apps.jobs.serializers import JobSerializer, plan_limit_error
 from apps.jobs.services import create_job, delete_job, pause_job, resume_job, update_job
 from apps.jobs.validation import PlanLimit
 from apps.billing.models import Plan
@@ -201,9 +201,10 @@ def job_create(request):
         errors = _validate(serializer, request)
         if not errors:
             try:
-                job = create_job(serializer, audit=partial(audit, request))
-            except PlanLimitExceeded as exc:
-                errors = _plan_errors(exc)
+                job = create_job(serializer.validated_data, actor=request.actor, source=JobVersion.Source.PAGE,
+                                 audit=partial(audit, request))
+            except PlanLimit as exc:
+                errors = _plan_errors(plan_limit_error(exc))
             else:
                 messages.success(request, f"Job “{job.name}” created.")
                 return redirect("web:job_detail", pk=job.pk)
@@ -224,7 +225,8 @@ def job_edit(request, pk):
         serializer = JobSerializer(job, data=data, context=serializer_context(request))
         errors = _validate(serializer, request)
         if not errors:
-            job = update_job(serializer, audit=partial(audit, request), fields=data)
+            job = update_job(job, serializer.validated_data, actor=request.actor, sent=data,
+                             source=JobVersion.Source.PAGE, audit=partial(audit, request))
             messages.success(request, f"Job “{job.name}” saved.")
             return redirect("web:job_detail", pk=job.pk)
         values = job_forms.posted_values(request.POST, stored_auth=job.auth)
@@ -483,7 +485,7 @@ def job_resume(request, pk):
 @require_POST
 def job_trigger(request, pk):
     job = _job_action(request, pk)
-    trigger_now(job, audit=lambda execution: audit(request, "job.trigger", job, {"execution": str(execution.pk)}))
+    trigger_now(job, audit=partial(audit, request))
     messages.success(request, "Run started: it appears in the history below.")
     return redirect(reverse("web:job_detail", args=[job.pk]) + "#history")
 
@@ -511,9 +513,10 @@ def job_duplicate(request, pk):
     copy_job = None
     if not errors:
         try:
-            copy_job = create_job(serializer, audit=partial(audit, request), duplicate_of=str(job.pk))
-        except PlanLimitExceeded as exc:
-            errors = _plan_errors(exc)
+            copy_job = create_job(serializer.validated_data, actor=request.actor, source=JobVersion.Source.PAGE,
+                                  audit=partial(audit, request), duplicate_of=str(job.pk))
+        except PlanLimit as exc:
+            errors = _plan_errors(plan_limit_error(exc))
     if errors:
         for messages_ in errors.values():
             for message in messages_:

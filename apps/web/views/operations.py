@@ -1,5 +1,7 @@
 """The dead-letter page (replay one or many) and the crontab import page."""
 
+from functools import partial
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -82,10 +84,8 @@ def crontab_import(request):
         if not serializer.is_valid():
             context["errors"] = flatten(serializer.errors)
             return render(request, "web/import.html", context, status=400)
-        result = import_crontab(**serializer.validated_data, context=serializer_context(request))
-        if create and result["jobs"]:
-            audit(request, "job.import_crontab", serializer.validated_data["project"],
-                  {"created": [str(job["id"]) for job in result["jobs"]]})
+        result = import_crontab(**serializer.validated_data, context=serializer_context(request),
+                                audit=partial(audit, request))
         context["result"] = result
         if create:
             messages.success(request, f"{len(result['jobs'])} job{'s' if len(result['jobs']) != 1 else ''} created.")

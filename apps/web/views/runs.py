@@ -1,9 +1,10 @@
 """Run control pages: cancel a run (from its page or the job's history); a job's
 versions with their changes, and rollback to one (apps.jobs.versions)."""
 
+from functools import partial
+
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
@@ -12,6 +13,7 @@ from apps.api.audit import audit
 from apps.executions import cancelling
 from apps.executions.models import Execution
 from apps.jobs import validation, versions
+from apps.jobs.services import rollback_job
 from apps.jobs.versions_api import author_of
 
 from apps.api.access import Role, member_view, require_role
@@ -62,12 +64,8 @@ def job_version_rollback(request, pk, number):
     job = get_job(request, pk)
     require_role(request, Role.DEVELOPER)
     version = get_object_or_404(job.versions, number=number)
-    author = versions.Author(user=request.user)
     try:
-        with transaction.atomic():  # the rollback and its audit event commit together
-            new = versions.rollback(job, version, author=author, plan=request.actor.organization.plan)
-            if new is not None:
-                audit(request, "job.rollback", job, {"to_version": version.number, "version": new.number})
+        new = rollback_job(job, version, actor=request.actor, audit=partial(audit, request))
     except versions.VersionConflict as exc:
         messages.error(request, f"Not rolled back: {exc.message}")
     except validation.JobInvalid as exc:
