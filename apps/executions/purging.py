@@ -23,6 +23,8 @@ from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models.deletion import get_candidate_relations_to_delete
 
+from apps.sql.modes import on_postgresql
+
 from . import queries
 from .models import DeletedJob, Execution
 
@@ -136,7 +138,7 @@ def delete_executions(ids):
     link); returns how many executions. The caller holds the transaction."""
     if not ids:
         return 0
-    if connection.vendor == "postgresql":
+    if on_postgresql():
         return queries.delete_executions(ids, dependents(Execution))
     release_dependents(Execution, ids)
     batch = Execution.objects.filter(id__in=ids)
