@@ -26,16 +26,10 @@ def mode_questions(source, filename="<source>"):
     return found
 
 
-def _app_modules():
-    for path in sorted((ROOT / "apps").rglob("*.py")):
-        relative = path.relative_to(ROOT)
-        if relative != MODES and "migrations" not in relative.parts:  # a migration is history
-            yield relative
-
-
 def test_only_the_modes_module_asks_which_database_it_is_on():
-    found = [hit for relative in _app_modules()
-             for hit in mode_questions((ROOT / relative).read_text(), str(relative))]
+    modules = [path.relative_to(ROOT) for path in sorted((ROOT / "apps").rglob("*.py"))]
+    found = [hit for module in modules if module != MODES and "migrations" not in module.parts  # (history)
+             for hit in mode_questions((ROOT / module).read_text(), str(module))]
     assert not found, "a database vendor asked outside one dispatcher per path:\n" + "\n".join(found)
 
 
