@@ -11,9 +11,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("cronsvc")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# Every thread's current app (Celery's is per thread): the apps send through
-# celery.current_app, from the scheduler's publisher thread and the worker's threads too.
-app.set_default()
 
 # A worker never gives up on its broker: it retries the connection for as long as it is
 # down (kombu's back-off: 2 s, 4 s, ... up to 30 s between tries), counting each loss;

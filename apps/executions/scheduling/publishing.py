@@ -33,7 +33,7 @@ import queue as queues
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from celery import current_app as app  # the project's (config/celery.py makes it every thread's)
+from celery import current_app as app  # config/celery.py's: Celery's Django fix-up makes it every thread's
 from django.conf import settings
 
 from cronsvc.brokers import CONFIRM_TIMEOUT
