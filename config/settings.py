@@ -15,7 +15,8 @@ from django.core.exceptions import ImproperlyConfigured
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from .brokers import AMQP_TRANSPORT_OPTIONS, broker_kind
+from cronsvc.brokers import AMQP_TRANSPORT_OPTIONS, broker_kind
+
 from .env import env_bool, env_float, env_int, env_int_map, env_list, env_str
 from .secret_key import check_secret_key
 from .staticfiles import manifest_missing
@@ -396,7 +397,7 @@ def _filesystem_broker_options():
 # Redis or RabbitMQ (amqp://...) in server mode; REDIS_URL stays the limits' store either way.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
 try:
-    BROKER_KIND = broker_kind(CELERY_BROKER_URL)  # "filesystem", "redis" or "amqp" (config/brokers.py)
+    BROKER_KIND = broker_kind(CELERY_BROKER_URL)  # "filesystem", "redis" or "amqp" (cronsvc/brokers.py)
 except ValueError as exc:  # a start-up error naming the variable, as every other bad value gets
     raise ImproperlyConfigured(f"CELERY_BROKER_URL: {exc}") from exc
 if BROKER_KIND == "filesystem":

@@ -12,6 +12,7 @@ import logging
 from datetime import timedelta
 from functools import partial
 
+from celery import current_app
 from django.apps import apps
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -29,6 +30,8 @@ log = logging.getLogger(__name__)
 NEVER_EXPORTED = {"salt", "secret_hash", "token_hash", "password", "archive"}
 EXPORT_FORMAT = 1
 EXPORT_CHUNK_SIZE = 2000
+#: The task that builds a requested export, sent by name (apps/accounts/tasks.py runs it).
+BUILD_EXPORT_TASK = "apps.accounts.tasks.build_data_export"
 _json = DjangoJSONEncoder().encode
 
 
@@ -133,11 +136,9 @@ def compressed_export(organization):
 
 def request_export(organization, *, user):
     """A pending export; the task builds it (big organizations take a while)."""
-    from .tasks import build_data_export
-
     export = DataExport.objects.create(organization=organization, requested_by=user)
     record_audit(organization, "organization.export", target=export, actor_user=user)
-    transaction.on_commit(lambda: build_data_export.delay(str(export.pk)))
+    transaction.on_commit(lambda: current_app.send_task(BUILD_EXPORT_TASK, args=[str(export.pk)]))
     return export
 
 

@@ -7,7 +7,7 @@ from . import gdpr
 from .models import DataExport
 
 
-@shared_task(name="apps.accounts.tasks.build_data_export")
+@shared_task(name=gdpr.BUILD_EXPORT_TASK)
 def build_data_export(export_id):
     export = DataExport.objects.select_related("organization__plan").filter(
         pk=export_id, status=DataExport.Status.PENDING).first()

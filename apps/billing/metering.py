@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections import Counter
 from datetime import date, timezone
 
-from django.db import connection
 from django.db.models import F
+
+from apps.sql.modes import on_postgresql
 
 from . import queries
 from .models import Plan, UsageDay, UsageMonth
@@ -42,7 +43,7 @@ def meter_outcomes(outcomes):
         day = utc_day(outcome.finished_at)
         months[(outcome.organization_id, month_start(day))] += 1
         days[(outcome.organization_id, day, _succeeded(outcome))] += 1
-    if connection.vendor == "postgresql":
+    if on_postgresql():
         totals = _pg_add_months(months)
         _pg_add_days(_merge_days(days))
     else:

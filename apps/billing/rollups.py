@@ -15,10 +15,11 @@ import math
 from collections import Counter, defaultdict
 from datetime import date, datetime, time, timedelta, timezone
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from apps.executions.lateness import lateness_ms
 from apps.executions.models import Attempt, Execution
+from apps.sql.modes import on_postgresql
 from cronsvc.statuses import FAILED
 
 from . import queries
@@ -44,7 +45,7 @@ def roll_up(day: date, *, organization=None, now=None):
 
         return sum(roll_up(day, organization=org, now=now) for org in Organization.objects.order_by("id"))
     now = now or datetime.now(timezone.utc)
-    if connection.vendor == "postgresql":
+    if on_postgresql():
         rows = _pg_stats_rows(day, organization, now)
     else:
         rows = [_stats_row(job_id, org_id, day, runs, now)

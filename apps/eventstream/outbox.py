@@ -14,7 +14,8 @@ from collections import namedtuple
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import connection
+
+from apps.sql.modes import on_postgresql
 
 from . import queries
 from .models import OutboxEntry
@@ -47,7 +48,7 @@ def add(entries):
     if not entries or not enabled():
         return
     entries = [entry._replace(detail=_plain(entry.detail)) for entry in entries]
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         OutboxEntry.objects.bulk_create([OutboxEntry(**entry._asdict()) for entry in entries])
         return
     queries.insert_entries(entries)

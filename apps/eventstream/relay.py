@@ -31,7 +31,9 @@ import os
 
 import redis
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
+
+from apps.sql.modes import on_postgresql
 
 from . import outbox, queries
 from .models import OutboxEntry, StreamCursor
@@ -82,7 +84,7 @@ def relay_round(batch=BATCH):
 
 def _relay_lock():
     """Take the relay's lock until the transaction ends, unless another scheduler holds it."""
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         return True  # embedded mode (SQLite) runs one scheduler
     return queries.try_transaction_lock(LOCK_KEY)
 

@@ -19,9 +19,12 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models.deletion import get_candidate_relations_to_delete
+
+from apps.sql.modes import on_postgresql
 
 from . import queries
 from .models import DeletedJob, Execution
@@ -29,6 +32,8 @@ from .models import DeletedJob, Execution
 log = logging.getLogger(__name__)
 
 KEEP_TOMBSTONE = timedelta(hours=1)
+#: The task that purges one deleted job's history, sent by name (apps/executions/tasks.py runs it).
+PURGE_DELETED_JOB_TASK = "apps.executions.tasks.purge_deleted_job"
 UNFINISHED = (Execution.Status.QUEUED, Execution.Status.RUNNING)
 
 
@@ -69,10 +74,9 @@ def delete_jobs(jobs):
 
 
 def _publish_purge(job_id):
-    from .tasks import purge_deleted_job
-
     try:
-        purge_deleted_job.apply_async(args=[str(job_id)], queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+        current_app.send_task(PURGE_DELETED_JOB_TASK, args=[str(job_id)], queue=settings.CELERY_TASK_DEFAULT_QUEUE,
+                              ignore_result=True)
     except Exception:  # noqa: BLE001 - the job is deleted; the hourly purge deletes its history
         log.warning("job %s: the purge of its history was not published; the hourly purge will do it",
                     job_id, exc_info=True)
@@ -136,7 +140,7 @@ def delete_executions(ids):
     link); returns how many executions. The caller holds the transaction."""
     if not ids:
         return 0
-    if connection.vendor == "postgresql":
+    if on_postgresql():
         return queries.delete_executions(ids, dependents(Execution))
     release_dependents(Execution, ids)
     batch = Execution.objects.filter(id__in=ids)

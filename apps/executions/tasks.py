@@ -11,11 +11,11 @@ from celery.signals import (task_postrun, task_prerun, worker_process_init, work
                             worker_shutdown)
 from django.db import close_old_connections
 
+from . import purging
 from .worker import deadletters, scripts
 from .worker.batch import run_batch, wait_for_late_runs
 from .scheduling.publishing import RUN_TASK
 
-PURGE_DELETED_JOB_TASK = "apps.executions.tasks.purge_deleted_job"
 log = logging.getLogger(__name__)
 
 # At shutdown, how long runs handed to the late recorder may take to finish and be
@@ -49,12 +49,10 @@ def _are_execution_ids(value):
     return True
 
 
-@shared_task(name=PURGE_DELETED_JOB_TASK, ignore_result=True)
+@shared_task(name=purging.PURGE_DELETED_JOB_TASK, ignore_result=True)
 def purge_deleted_job(job_id):
     """Delete a deleted job's executions in batches (apps.executions.purging)."""
-    from .purging import purge_deleted_job as purge
-
-    report = purge(job_id)
+    report = purging.purge_deleted_job(job_id)
     log.info("job %s deleted: %d executions purged in %d batches (longest %.2fs)",
              job_id, report.executions, report.batches, report.longest_batch_seconds)
 

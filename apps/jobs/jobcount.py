@@ -19,16 +19,14 @@ from . import queries
 from .models import Job, OrganizationJobCount
 
 
-def trigger_names(vendor):
-    """The count triggers on the jobs table for a database vendor ("postgresql", "sqlite")."""
-    return sorted(queries.COUNT_TRIGGERS[vendor]["triggers"])
+def trigger_names(using="default"):
+    """The count triggers on the jobs table of database ``using``."""
+    return sorted(queries.count_triggers(using)["triggers"])
 
 
 def ensure_triggers(using="default"):
     """Install whichever count triggers are missing on database ``using``; recount if any were."""
     connection = connections[using]
-    if connection.vendor not in queries.COUNT_TRIGGERS:
-        raise NotImplementedError(f"job count triggers for {connection.vendor}")
     tables = set(connection.introspection.table_names())
     if not {Job._meta.db_table, OrganizationJobCount._meta.db_table} <= tables:
         return []  # migrated only part of the way (migrate <app> <migration>)

@@ -8,6 +8,7 @@ those modules."""
 from django.db import connection, connections
 
 from apps.sql import rows
+from apps.sql.modes import on_postgresql
 
 from apps.projects.models import Project
 
@@ -162,16 +163,17 @@ _SQLITE = {
     },
 }
 
-#: Per database vendor: the statements run on every install ("always"), the one listing the
-#: triggers in place ("installed") and each count trigger's CREATE ("triggers").
-COUNT_TRIGGERS = {"postgresql": _POSTGRESQL, "sqlite": _SQLITE}
+def count_triggers(using):
+    """Database ``using``'s statements: those run on every install ("always"), the one listing
+    the triggers in place ("installed") and each count trigger's CREATE ("triggers")."""
+    return _POSTGRESQL if on_postgresql(using) else _SQLITE
 
 
 def install_count_triggers(using):
     """Create whichever count triggers database ``using`` lacks (after the statements run
     every time) and, when any was, take every count again from the jobs table; returns
     their names. In one transaction the caller holds."""
-    statements = COUNT_TRIGGERS[connections[using].vendor]
+    statements = count_triggers(using)
     with connections[using].cursor() as cursor:
         for statement in statements["always"]:
             cursor.execute(statement)

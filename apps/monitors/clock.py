@@ -14,7 +14,9 @@ on the state they change, so any number of schedulers decide each change once:
 
 from __future__ import annotations
 
-from django.db import connection, transaction
+from django.db import transaction
+
+from apps.sql.modes import on_postgresql
 
 from . import queries
 from .changes import StateChange, record_state_changes
@@ -46,7 +48,7 @@ def mark_down(now, batch_size=BATCH_SIZE):
 
 def _claim_down(now, batch_size):
     """(id, state before) of the overdue monitors turned down, in the caller's transaction."""
-    if connection.vendor == "postgresql":
+    if on_postgresql():
         return queries.mark_down(now, batch_size)
     # SQLite (the embedded mode): its transactions take the write lock as they begin, so the
     # rows read here are the rows changed; it has no FOR UPDATE, nor RETURNING from a join.

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections import namedtuple
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from apps.observability import metrics
+from apps.sql.modes import on_postgresql
 
 from . import pings_portable, queries, usage
 from .changes import StateChange, record_state_changes
@@ -119,7 +120,7 @@ def record(target, ping, now, *, minute_hits=0):
 def _record(target, ping, now, minute_hits):
     """One try: (the statement's row or None when the monitor is gone, the PingResult)."""
     params = _params(target, ping, now, minute_hits)
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         return _record_portable(target, params, now)
     if not changes_state(ping.kind, target.state):
         row = queries.record_ping(params)

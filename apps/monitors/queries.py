@@ -12,6 +12,7 @@ from django.db import connection
 from apps.accounts.models import Organization
 from apps.billing.models import Plan, UsageMonth
 from apps.sql.bulk import Unnest
+from apps.sql.modes import on_postgresql
 
 from .models import Monitor, Ping
 
@@ -121,7 +122,7 @@ def _fetchone(sql, params):
     the next transaction may run on another client's session."""
     connection.close_if_health_check_failed()
     connection.ensure_connection()
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchone()

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Organization
 from apps.billing.models import UsageMonth
+from apps.sql.modes import on_postgresql
 
 from . import queries
 
@@ -72,7 +73,7 @@ def flush():
 
 def _store(counts, quotas):
     keys, now = list(counts), timezone.now()
-    if connection.vendor != "postgresql":  # the embedded mode's SQLite: a few organizations
+    if not on_postgresql():  # the embedded mode's SQLite: a few organizations
         for org, month in keys:
             if Organization.objects.filter(pk=org).exists():
                 row, _ = UsageMonth.objects.get_or_create(organization_id=org, month=month,

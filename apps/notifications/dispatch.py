@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from celery import current_app
 from django.db import transaction
 
 from .models import Channel, Notification
@@ -85,10 +86,8 @@ def queue_events(rows):
 def _enqueue(task_name, ids):
     from django.conf import settings
 
-    from config.celery import app
-
     try:
-        app.send_task(task_name, args=[ids], queue=settings.NOTIFICATION_QUEUE)
+        current_app.send_task(task_name, args=[ids], queue=settings.NOTIFICATION_QUEUE)
     except Exception as exc:  # the periodic resend picks them up: never fail the caller's commit
         log.warning("could not enqueue %s for %d rows: %s", task_name, len(ids), exc)
 

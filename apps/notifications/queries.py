@@ -4,11 +4,14 @@ alerted about (watch.py), and which finished runs' jobs anyone listens to (alert
 from django.db import connection
 from django.utils import timezone
 
+from apps.sql.modes import on_postgresql
+
 from .models import AlertState, Channel, EventSubscription, RunAlert
 
 MARK_RUN_ALERT = (f"INSERT INTO {connection.ops.quote_name(RunAlert._meta.db_table)} "
                   f"(execution_id, kind, created_at) VALUES (%s, %s, %s) "
                   f"ON CONFLICT (execution_id, kind) DO NOTHING RETURNING id")
+_EXECUTION_ID = RunAlert._meta.get_field("execution_id")  # a uuid as the database takes it (SQLite: hex)
 
 
 def mark_run_alerts(keys):
@@ -19,7 +22,7 @@ def mark_run_alerts(keys):
     fresh = set()
     with connection.cursor() as cursor:
         for kind, execution_id in keys:
-            cursor.execute(MARK_RUN_ALERT, [execution_id.hex if connection.vendor == "sqlite" else execution_id, kind,
+            cursor.execute(MARK_RUN_ALERT, [_EXECUTION_ID.get_db_prep_value(execution_id, connection), kind,
                                             timezone.now()])
             if cursor.fetchone():
                 fresh.add((kind, execution_id))
@@ -56,7 +59,7 @@ def listening_job_ids(job_ids, failing=None):
     if not job_ids:
         return set()
     owners_hear = failing is not None
-    if connection.vendor == "postgresql":
+    if on_postgresql():
         with connection.cursor() as cursor:
             cursor.execute(_listening_sql(owners_hear), [job_ids, list(failing)] if owners_hear else [job_ids])
             return {row[0] for row in cursor.fetchall()}

@@ -14,7 +14,7 @@ from django.http.request import validate_host
 
 from apps.executions.scheduling.broker_queues import amqp_inspector, broker_client
 from apps.sql import clock
-from config.brokers import broker_kind
+from cronsvc.brokers import broker_kind
 
 from . import queries
 from .clock import report_skew, skewed

@@ -9,6 +9,8 @@ module runs a statement it takes from ``queries`` through ``rows.fetch_all``/``f
 - ``bulk``: set-based statements over binary arrays (``unnest``), built from one column
   list, and the binding cursor they run on.
 - ``pgtypes``: how PostgreSQL values are read where Django's default costs more.
+- ``modes``: whether the database is PostgreSQL (the server mode) or the embedded mode's
+  SQLite, asked by one dispatcher per hot path.
 - ``backend``: Django's PostgreSQL backend with a socket health check and prepared cursors
   (``DATABASES["default"]["ENGINE"]``).
 - ``clock``: the database's time (PostgreSQL's clock decides what is due).

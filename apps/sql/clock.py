@@ -18,6 +18,8 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
+from .modes import on_postgresql
+
 _NOW = "SELECT clock_timestamp()"
 
 
@@ -39,7 +41,7 @@ def reading(using=None):
     """One round trip: the database's clock_timestamp() and this process's skew, measured
     against the midpoint of the round trip (error at most half of it)."""
     conn = connection if using is None else using
-    if conn.vendor != "postgresql":
+    if not on_postgresql(conn):
         now = timezone.now()
         return Reading(at=now, skew_seconds=0.0)
     before = time.time()

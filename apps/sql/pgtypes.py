@@ -6,6 +6,8 @@ from psycopg import adapters
 from psycopg.adapt import Loader
 from psycopg.pq import Format
 
+from .modes import on_postgresql
+
 _TIMESTAMPTZ = adapters.types["timestamptz"].oid
 _NATIVE = adapters.get_loader(_TIMESTAMPTZ, Format.TEXT)  # C with psycopg[binary]
 
@@ -31,6 +33,6 @@ def use_native_timestamptz_loader(sender, connection, **kwargs):
     instead of Django's Python one: both return datetimes in datetime.timezone.utc (Django's
     exists to pin other connection timezones), psycopg's several times faster, and a page of
     50 executions holds some 250 of them."""
-    if connection.vendor != "postgresql" or connection.timezone_name != "UTC":
+    if not on_postgresql(connection) or connection.timezone_name != "UTC":
         return
     connection.connection.adapters.register_loader(_TIMESTAMPTZ, UtcTimestamptzLoader)

@@ -19,7 +19,7 @@ import logging
 from collections import defaultdict
 from datetime import timedelta
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -29,6 +29,7 @@ from apps.executions.scheduling import publishing
 from apps.executions.models import Execution
 from apps.executions.routing import queue_for
 from apps.jobs.models import Job, JobDependency
+from apps.sql.modes import on_postgresql
 
 from . import queries
 from .rules import FINAL, RUN, SKIP, WAIT, decide, reachable
@@ -53,7 +54,7 @@ def start_downstream(outcomes, *, now=None):
 def _having_downstream(job_ids):
     """Which of ``job_ids`` have downstream jobs: one indexed statement per group, sent like
     recording's own (binary array, psycopg directly), so a worker's per-group cost stays fixed."""
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         return set(JobDependency.objects.filter(upstream_id__in=job_ids).values_list("upstream_id", flat=True))
     return queries.having_downstream(job_ids)
 
@@ -84,7 +85,7 @@ def _start_runs(execution_ids):
 
 
 def _lock(run_id):
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         return  # SQLite serialises writers anyway
     queries.lock_workflow_run(run_id)
 

@@ -13,7 +13,7 @@ from apps.billing.models import JobDayStats
 from apps.billing.rollups import roll_up
 from apps.executions import purging
 from apps.executions.models import Attempt, DeletedJob, Execution
-from apps.executions.tasks import PURGE_DELETED_JOB_TASK, purge_deleted_job
+from apps.executions.tasks import purge_deleted_job
 from apps.jobs.models import Job
 from tests.conftest import utc
 from tests.support.processes import start_worker, wait_for
@@ -81,7 +81,7 @@ def test_the_purge_deletes_the_history_in_batches(api, tenant, doomed, django_ca
     job, history, queued, kept_run = doomed
     published = _deleted(api, job, django_capture_on_commit_callbacks)
     assert len(published) == 1  # the purge task, on the default queue
-    assert purge_deleted_job.name == PURGE_DELETED_JOB_TASK
+    assert purge_deleted_job.name == purging.PURGE_DELETED_JOB_TASK  # the name the purge is sent by
     report = purging.purge_deleted_job(job.pk, batch_size=3)
     assert (report.executions, report.batches) == (7, 3)
     assert not Execution.objects.filter(job_id=job.pk).exists()

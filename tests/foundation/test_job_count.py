@@ -136,4 +136,4 @@ def test_the_embedded_sqlite_keeps_the_counts_too(tmp_path):
 def test_the_jobs_table_has_the_count_triggers_and_no_other():
     with connection.cursor() as cursor:
         cursor.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs_job'::regclass AND NOT tgisinternal")
-        assert sorted(name for (name,) in cursor.fetchall()) == trigger_names("postgresql")
+        assert sorted(name for (name,) in cursor.fetchall()) == trigger_names()

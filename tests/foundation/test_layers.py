@@ -14,10 +14,18 @@ def lint_imports(*args):
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}, timeout=300)
 
 
+def _contract(name):
+    """The section of .importlinter that holds contract ``name``."""
+    config = (ROOT / ".importlinter").read_text()
+    start = config.index(f"[importlinter:contract:{name}]")
+    end = config.find("\n[", start)
+    return config[start:] if end == -1 else config[start:end + 1]
+
+
 def test_the_layers_are_kept():
     result = lint_imports()
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 3 kept, 0 broken." in result.stdout
+    assert "Contracts: 4 kept, 0 broken." in result.stdout
 
 
 def test_no_import_is_exempted_from_the_layers():
@@ -50,11 +58,29 @@ def test_history_importing_the_worker_breaks_its_contract(tmp_path):
     (package / "executions" / "go_between.py").write_text("from apps.executions.worker import batch\n")
     (package / "executions" / "worker" / "batch.py").write_text("")
     (package / "executions" / "history" / "api.py").write_text("from apps.executions import go_between\n")
-    config = (ROOT / ".importlinter").read_text()
-    contract = config[config.index("[importlinter:contract:history-not-worker]"):]
+    contract = _contract("history-not-worker")
     (tmp_path / "rooms.ini").write_text(f"[importlinter]\nroot_packages =\n    apps\n\n{contract}")
     result = subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(tmp_path / "rooms.ini")],
                             cwd=tmp_path, capture_output=True, text=True,
                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}, timeout=300)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "apps.executions.history.api -> apps.executions.go_between" in result.stdout, result.stdout
+
+
+def test_an_app_importing_config_breaks_its_contract(tmp_path):
+    """The project (config: settings, the Celery app, URLs) sits above every app: an app
+    module importing it is reported."""
+    (tmp_path / "apps" / "executions").mkdir(parents=True)
+    (tmp_path / "config").mkdir()
+    for init in ("apps/", "apps/executions/", "config/"):
+        (tmp_path / init / "__init__.py").write_text("")
+    (tmp_path / "config" / "celery.py").write_text("app = None\n")
+    (tmp_path / "apps" / "executions" / "publishing.py").write_text("from config.celery import app\n")
+    contract = _contract("apps-not-config")
+    (tmp_path / "project.ini").write_text(
+        f"[importlinter]\nroot_packages =\n    apps\ninclude_external_packages = True\n\n{contract}")
+    result = subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(tmp_path / "project.ini")],
+                            cwd=tmp_path, capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}, timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "apps.executions.publishing -> config" in result.stdout, result.stdout

@@ -34,7 +34,7 @@ def test_a_worker_survives_a_redis_restart_with_runs_in_flight(tmp_path, make_te
     scheduler = None
     try:
         worker.wait_ready()
-        sender = Celery(broker=redis.url)
+        sender = Celery(broker=redis.url, set_as_current=False)
         for execution_id in ids:  # one message each: three unacknowledged at once
             sender.send_task(RUN_TASK, args=[[str(execution_id)]], queue=queue)
         wait_for(lambda: Execution.objects.filter(id__in=ids, status="running").count() == 3, timeout=30,

@@ -172,7 +172,7 @@ def publishing_to(url):
     from django.test import override_settings
 
     from apps.executions.scheduling import publishing
-    from config.brokers import AMQP_TRANSPORT_OPTIONS, broker_kind
+    from cronsvc.brokers import AMQP_TRANSPORT_OPTIONS, broker_kind
 
     if broker_kind(url) != "amqp":  # the test settings' own broker (Redis): nothing to switch
         yield

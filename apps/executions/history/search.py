@@ -16,10 +16,10 @@ text: slower, looser (``time`` finds ``timeout``), and enough for a laptop's his
 
 from datetime import timedelta
 
-from django.db import connections
 from django.db.models import BooleanField, F, Func, Q, Value
 from django.utils.dateparse import parse_datetime
 
+from apps.sql.modes import on_postgresql
 from cronsvc.search_query import parse
 
 CONFIG = "simple"
@@ -60,7 +60,7 @@ def matching(executions, text):
     """The executions whose error message or response body matches ``text``; raises
     cronsvc.search_query.InvalidSearch for a search that cannot be run."""
     alternatives = parse(text)
-    if connections[executions.db].vendor == "postgresql":
+    if on_postgresql(executions.db):
         return full_text(executions, text, phrase=any(" " in term.text for terms in alternatives for term in terms))
     return substrings(executions, alternatives)
 

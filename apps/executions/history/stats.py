@@ -13,9 +13,9 @@ are merged as the run-weighted mean of each day's percentile, which is an approx
 
 from datetime import datetime, time, timedelta, timezone as dt_timezone
 
-from django.db import connection
 from django.db.models import Aggregate, Count, DurationField, ExpressionWrapper, FloatField, Max, Q
 
+from apps.sql.modes import on_postgresql
 from cronsvc import statuses
 
 from .. import hooks
@@ -133,7 +133,7 @@ def _raw_group(executions, start, end):
     counts = {"succeeded": Count("pk", filter=Q(status=S.SUCCEEDED)),
               "failed": Count("pk", filter=Q(status__in=FAILED)),
               "skipped": Count("pk", filter=Q(status=S.SKIPPED))}
-    if connection.vendor == "postgresql":
+    if on_postgresql():
         group = _pg_figures(rows, counts)
     else:
         group = _python_figures(rows, counts)

@@ -14,7 +14,7 @@ from django.conf import settings
 from kombu import Connection
 
 from apps.accounts.models import plan_model
-from config.brokers import broker_kind
+from cronsvc.brokers import broker_kind
 
 # kombu's Redis transport keeps messages with a priority in extra lists named like this.
 PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")

@@ -10,7 +10,7 @@ The messages of one call go to Redis together, in one pipeline (kombu's
 ``Producer.batch``): one round trip and one Redis client per call instead of one per
 message, which cuts the cost of a message (bench/README.md, "Figures behind the code").
 RabbitMQ's transport has no batch: there each message is sent at once and the publish
-waits for the broker's confirm (config/brokers.py), one round trip per message of up to
+waits for the broker's confirm (cronsvc/brokers.py), one round trip per message of up to
 PUBLISH_CHUNK ids.
 
 A publish never holds its caller while the broker is silent for PUBLISH_TIMEOUT seconds:
@@ -33,10 +33,10 @@ import queue as queues
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
+from celery import current_app as app  # config/celery.py's: Celery's Django fix-up makes it every thread's
 from django.conf import settings
 
-from config.brokers import CONFIRM_TIMEOUT
-from config.celery import app
+from cronsvc.brokers import CONFIRM_TIMEOUT
 
 from ..routing import LOW, priority_of
 

@@ -23,11 +23,12 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.eventstream import outbox
+from apps.sql.modes import on_postgresql
 
 from .. import events, queries
 from ..hooks import Outcome, run_outcome_hooks
@@ -83,7 +84,7 @@ LEASE_LOST = "lease_lost"
 
 def database_now():
     """The database's clock: what decides leases (a process's own clock may be skewed)."""
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         return timezone.now()
     return queries.database_now()
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Case, OuterRef, Subquery, When
 
 from apps.accounts.models import Organization
@@ -41,6 +41,7 @@ from apps.eventstream import outbox
 from apps.jobs.models import Job
 from apps.jobs.scheduling import due_time, job_jitter, job_schedule, occurrence_of
 from apps.jobs.windowing import apply_windows
+from apps.sql.modes import on_postgresql
 from cronsvc.misfire import plan_catch_up
 from cronsvc.schedules import next_run
 
@@ -130,7 +131,6 @@ def claim_due(now, batch_size, overloaded=frozenset()):
     executions to publish once this function has returned (the transaction committed).
     ``overloaded``: the base queues whose low-priority runs are held (overload.py)."""
     with transaction.atomic():
-        _limit_idle_time()
         rows = _fetch(
             Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now)
             .order_by("next_run_at")
@@ -145,10 +145,12 @@ def claim_due(now, batch_size, overloaded=frozenset()):
 
 def _fetch(queryset):
     """The rows of a values_list queryset (of plain columns: no from_db_value converters)
-    as tuples. On PostgreSQL the ORM's SQL runs on a binary cursor: psycopg decodes
-    timestamps and uuids in C, where Django's loader for timestamps is Python."""
-    if connection.vendor != "postgresql":
+    as tuples. On PostgreSQL, after the transaction's idle limit is set, the ORM's SQL runs
+    on a binary cursor: psycopg decodes timestamps and uuids in C, where Django's loader for
+    timestamps is Python."""
+    if not on_postgresql():
         return list(queryset)
+    _limit_idle_time()
     # A lost session (PostgreSQL restarted, or the claim's idle timeout ended it while this
     # process was paused) raises Django's OperationalError there, which the loop backs off
     # from, instead of psycopg's error ending the process.
@@ -156,8 +158,7 @@ def _fetch(queryset):
 
 
 def _limit_idle_time():
-    if connection.vendor == "postgresql":
-        queries.limit_idle_time(CLAIM_IDLE_TIMEOUT_MS)
+    queries.limit_idle_time(CLAIM_IDLE_TIMEOUT_MS)
 
 
 def _process_batch(jobs, now, overloaded=frozenset()):
@@ -174,8 +175,7 @@ def _process_batch(jobs, now, overloaded=frozenset()):
     ids = _uuid7s(len(rows), now)
     # An occurrence that already has its row (e.g. the job's jitter was edited so the
     # same occurrence came due again) is not inserted, counted or published again.
-    inserted = _insert_executions(ids, rows, now)
-    _advance_jobs(updates)
+    inserted = _write(ids, rows, now, updates)
     for execution_id, row, due in zip(ids, rows, due_at):
         if inserted is not None and execution_id not in inserted:
             continue
@@ -273,15 +273,26 @@ def _uuid7s(count, now):
     return ids
 
 
-def _insert_executions(ids, rows, now):
+def _write(ids, rows, now, updates):
     """Insert the rows (trigger ``schedule``, created at ``now``), skipping occurrences
-    that already have one. Returns the set of ids inserted, or None for "all of them"
-    (also on SQLite, which does not say)."""
-    if not rows:
+    that already have one, and write every claimed job's next due time (``updates``).
+    Returns the set of ids inserted, or None for "all of them" (also on SQLite, which does
+    not say)."""
+    if not on_postgresql():
+        _insert_by_orm(ids, rows, now)
+        _advance_by_orm(updates)
         return None
-    if connection.vendor == "postgresql":
-        inserted = queries.ScheduledRunsInsert.get(_Row._fields).run(ids, rows, now)
-        return None if len(inserted) == len(rows) else inserted
+    inserted = queries.ScheduledRunsInsert.get(_Row._fields).run(ids, rows, now) if rows else ids
+    queries.advance_jobs(queries.ADVANCED.params(updates))  # one statement for every claimed job
+    return None if len(inserted) == len(rows) else inserted
+
+
+# SQLite (embedded mode) runs one scheduler with small batches: the ORM, a row at a time
+# where it must, is fine.
+
+def _insert_by_orm(ids, rows, now):
+    if not rows:
+        return
     Execution.objects.bulk_create(
         [Execution(id=execution_id, trigger=SCHEDULE, created_at=now, **row._asdict())
          for execution_id, row in zip(ids, rows)],
@@ -290,15 +301,9 @@ def _insert_executions(ids, rows, now):
     if outbox.enabled():  # SQLite does not say which were inserted: look
         events.changed(Execution.objects.filter(id__in=ids).select_related("job"), lambda e: e.status, "", now,
                        reason=lambda e: e.skip_reason)
-    return None
 
 
-def _advance_jobs(updates):
-    """Write every claimed job's next due time in one statement."""
-    if connection.vendor == "postgresql":
-        queries.advance_jobs(queries.ADVANCED.params(updates))
-        return
-    # SQLite (embedded mode) runs one scheduler with small batches: a row at a time is fine.
+def _advance_by_orm(updates):
     for job_id, next_at, expired_at in updates:
         fields = {"next_run_at": next_at}
         if expired_at is not None:

@@ -45,6 +45,7 @@ from django.utils import timezone
 
 import cronsvc
 from apps.jobs.validation import request_spec  # the one request spec (also the test run's)
+from apps.sql.modes import on_postgresql
 from cronsvc.delivery.aio import AsyncSession, StaticResolver, deliver_async, hosts_file, loop_thread
 from cronsvc.delivery.breaker import COUNTED_FAILURES, host_key
 from cronsvc.delivery.client import CANCELLED, deliver
@@ -344,7 +345,7 @@ def claim(execution_ids, now=None):
 def claim_with_clock(execution_ids, now=None):
     """``claim``, and the time of the claim: the database's (``now`` only for the embedded
     mode's SQLite, which has no clock of its own to trust more)."""
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         now = now or timezone.now()
         executions = _claim_by_orm(execution_ids, now)
         heartbeat().hold(executions)

@@ -22,6 +22,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from apps.sql.modes import on_postgresql
+
 from .. import queries
 from ..models import Execution
 
@@ -93,7 +95,7 @@ class Heartbeat:
 
 
 def _renew(held, lease_seconds):
-    if connection.vendor == "postgresql":
+    if on_postgresql():
         return queries.renew_leases(list(held.items()), lease_seconds)
     # the embedded mode's SQLite: one worker, few runs
     until = timezone.now() + timedelta(seconds=lease_seconds)

@@ -16,12 +16,13 @@ import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from apps.eventstream import outbox
 from apps.jobs.models import Job
+from apps.sql.modes import on_postgresql
 from cronsvc import jobhealth
 from cronsvc.delivery.outcome import request_started
 from cronsvc.statuses import CANCELLED
@@ -88,7 +89,7 @@ def record_attempts(results):
     lease ends and the sweeper takes it back."""
     if not results:
         return set()
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         return {
             result.execution.id for result in results
             if record_attempt(result.execution, attempt=Attempt(execution_id=result.execution.id,

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import OperationalError, connection
 
 from apps.sql.databases import create_database, database_exists
+from apps.sql.modes import on_postgresql
 
 MAINTENANCE_DATABASE = "postgres"  # the database every PostgreSQL server has, as createdb uses
 
@@ -22,7 +23,7 @@ class Command(BaseCommand):
             "(run once per deploy, before the other processes).")
 
     def handle(self, *args, **options):
-        if connection.vendor == "postgresql":
+        if on_postgresql():
             self._ensure_database()
         call_command("migrate", interactive=False, verbosity=options["verbosity"])
         call_command("collectstatic", interactive=False, verbosity=0)
