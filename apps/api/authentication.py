@@ -7,9 +7,10 @@ from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from apps.accounts.models import ApiKey, Organization, plan_model
+from apps.accounts.models import ApiKey, Organization
 from apps.api import keycache, ratelimit
 from apps.api.audit import client_ip
+from apps.plans.models import Plan
 from apps.sql import rows
 from cronsvc.apikeys import secret_matches, split_key
 
@@ -93,7 +94,6 @@ def _rate_limit_of(api_key):
 def _key_by_lookup(lookup):
     """The key with its organization and plan (one join, in hand-written SQL: every API
     request runs it, and compiling the ORM's select_related costs more than the query)."""
-    Plan = plan_model()  # billing.Plan, through the organization's foreign key
     sql = (f"SELECT {rows.select_list(ApiKey, 'k')}, {rows.select_list(Organization, 'o')}, "
            f"{rows.select_list(Plan, 'p')} "
            f'FROM "{ApiKey._meta.db_table}" k '

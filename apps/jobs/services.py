@@ -10,6 +10,7 @@ disable) the change alone is made.
 from django.db import transaction
 from django.utils import timezone
 
+from apps.plans.limits import PlanLimit
 from apps.sql.clock import database_now
 from apps.projects import hooks
 
@@ -74,8 +75,6 @@ def resume_paused_with(organization, reason, *, now=None):
     """Resume the organization's jobs paused with exactly ``reason`` (a cancelled deletion's:
     apps.accounts.hooks), each from ``now``; jobs paused for any other reason stay paused. A
     job that no longer fits the plan stays paused, saying why. Returns how many resumed."""
-    from .hooks import PlanLimit
-
     now = now or database_now()
     resumed = 0
     for job in Job.objects.for_organization(organization).filter(enabled=False, paused_reason=reason):

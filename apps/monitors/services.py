@@ -4,7 +4,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.accounts.models import Organization
-from apps.billing.limits import check_monitor_count
+from apps.plans.limits import check_monitor_count
 
 from .changes import StateChange, record_state_changes
 from .models import Monitor
