@@ -15,8 +15,8 @@ must not call the network: anything that leaves the process goes through an outb
 that a task sends after commit.
 
 The same way, the apps above executions are told what they act on without being
-imported: billing when metering crosses a quota warning threshold, observability what a
-scheduler reports (its metrics and heartbeat).
+imported: billing the counts each metered group added (it decides the quota warnings),
+observability what a scheduler reports (its metrics and heartbeat).
 """
 
 from __future__ import annotations
