@@ -111,11 +111,11 @@ def ensure_wrk():
 
 def prepare_tenant(jobs_count, run_id):
     """The bench tenant (enterprise plan, quota lifted), ``jobs_count`` jobs, a fresh API key."""
-    from apps.accounts.models import ApiKey, Organization
-    from apps.billing.models import Plan
-    from apps.jobs.models import Job
-    from apps.projects.models import Project
     from apps.accounts.apikeys import create_api_key
+    from apps.accounts.models import ApiKey, Organization
+    from apps.jobs.models import Job
+    from apps.plans.models import Plan
+    from apps.projects.models import Project
     from apps.projects.provisioning import provision_tenant
 
     Plan.objects.filter(code="enterprise").update(api_requests_per_minute=10**9, max_jobs=10**9)

@@ -365,8 +365,8 @@ def sql(statement, params=None):
 
 def load_jobs():
     """ORGS enterprise organizations and JOBS jobs, interleaved by organization."""
-    from apps.billing.models import Plan
     from apps.jobs.models import Job
+    from apps.plans.models import Plan
     from apps.projects.models import Project
     from apps.projects.provisioning import provision_tenant
 

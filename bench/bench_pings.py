@@ -56,8 +56,9 @@ def prepare_monitors(count):
     from django.utils import timezone
 
     from apps.accounts.models import Organization
-    from apps.billing.models import Plan, UsageMonth
+    from apps.executions.models import UsageMonth
     from apps.monitors.models import Monitor, Ping
+    from apps.plans.models import Plan
     from apps.projects.models import Project
     from apps.projects.provisioning import provision_tenant
 

@@ -9,7 +9,7 @@ each batch archived first to a local moto_server (apps.archives).
 
 One tenant on a bench plan with 30 days of retention holds ``--rows`` executions (one
 attempt each) spread evenly over the last 60 days, so half of them expire. The bench times
-(1) the roll-ups of the expired days (apps.billing.rollups, as the purge makes them when
+(1) the roll-ups of the expired days (apps.executions.usage.rollups, as the purge makes them when
 missing), then (2) the purge itself (apps.billing.retention.purge_expired), while a probe
 thread inserts and finishes one execution at a time in the same table, like a worker,
 and records how long each write waited. The database must be a database of its own (its
@@ -40,8 +40,8 @@ BENCH_ORG = "Bench retention"
 
 def prepare_tenant(jobs_count):
     from apps.accounts.models import Organization
-    from apps.billing.models import Plan
     from apps.jobs.models import Job
+    from apps.plans.models import Plan
     from apps.projects.models import Project
     from apps.projects.provisioning import provision_tenant
 
@@ -68,8 +68,7 @@ def load(org, job_ids, rows, now):
     """``rows`` executions over the last DAYS days, one attempt each, by INSERT ... SELECT."""
     from django.db import connection
 
-    from apps.billing.models import JobDayStats
-    from apps.executions.models import Attempt, Execution
+    from apps.executions.models import Attempt, Execution, JobDayStats
 
     spacing = DAYS * 86400 / rows
     started = time.monotonic()

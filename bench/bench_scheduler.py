@@ -192,8 +192,8 @@ def load_jobs(n, target_url, seed=4):
     ``target_url``; none due (next_run_at from tomorrow on). bench_job(id, k) numbers the enabled jobs 0..M-1 in random order: the phases make
     jobs due by k."""
     from apps.accounts.models import Organization
-    from apps.billing.models import Plan
     from apps.jobs.models import Job
+    from apps.plans.models import Plan
     from apps.projects.models import Project
     from cronsvc.ids import uuid7
 
@@ -331,7 +331,7 @@ class Broker:
         self.client.flushdb()
 
     def queues(self):
-        from apps.billing.models import Plan
+        from apps.plans.models import Plan
 
         return sorted(set(Plan.objects.values_list("queue", flat=True)) | {"default", "celery"})
 

@@ -95,11 +95,11 @@ def search_shapes(org, project, rare_batch, window):
 # --- the data ------------------------------------------------------------------------------
 
 def prepare_tenants(run_id):
-    from apps.accounts.models import ApiKey, Organization
-    from apps.billing.models import Plan
-    from apps.jobs.models import Job
-    from apps.projects.models import Project
     from apps.accounts.apikeys import create_api_key
+    from apps.accounts.models import ApiKey, Organization
+    from apps.jobs.models import Job
+    from apps.plans.models import Plan
+    from apps.projects.models import Project
     from apps.projects.provisioning import provision_tenant
 
     Plan.objects.filter(code="enterprise").update(api_requests_per_minute=10**9, max_jobs=10**9)

@@ -95,6 +95,7 @@ INSTALLED_APPS = [
     "django_otp.plugins.otp_totp",
     "apps.api",
     "apps.accounts",
+    "apps.plans",
     "apps.billing",
     "apps.projects",
     "apps.jobs",

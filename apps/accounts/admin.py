@@ -4,9 +4,11 @@ from django.contrib.admin.helpers import ActionForm
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from apps.plans.models import Plan
+
 from . import invitations, services
 from .models import (ApiKey, AuditEvent, EncryptedTOTPDevice, ErasedOrganization, Invitation, Membership,
-                     Organization, OrganizationSSO, SSOIdentity, User, plan_model)
+                     Organization, OrganizationSSO, SSOIdentity, User)
 
 
 @admin.register(User)
@@ -31,7 +33,7 @@ class MembershipInline(admin.TabularInline):
 
 
 class PlanActionForm(ActionForm):
-    plan = forms.ModelChoiceField(queryset=plan_model().objects.all(), required=False, label="Plan")
+    plan = forms.ModelChoiceField(queryset=Plan.objects.all(), required=False, label="Plan")
 
 
 @admin.register(Organization)
@@ -59,7 +61,7 @@ class OrganizationAdmin(admin.ModelAdmin):
 
     @admin.action(description="Change plan to the plan chosen above")
     def change_plan(self, request, queryset):
-        plan = plan_model().objects.filter(pk=request.POST.get("plan") or None).first()
+        plan = Plan.objects.filter(pk=request.POST.get("plan") or None).first()
         if plan is None:
             self.message_user(request, "Choose a plan in the field beside the action.", messages.ERROR)
             return

@@ -1,10 +1,10 @@
 """What a higher app does when accounts changes an organization's plan.
 
-An organization's plan is billing's ``Plan`` (a string foreign key): accounts records the
+An organization's plan is a ``Plan`` (apps.plans, below accounts): accounts records the
 change and its audit event, billing brings the organization's jobs and waiting runs in line
-with the new plan (it reads jobs; accounts does not). Billing registers that from its
-``AppConfig.ready()`` with ``on_plan_change``, so accounts imports no higher app
-(docs/architecture.md, "Layers").
+with the new plan (pausing, resuming, requeueing: jobs and runs live above accounts).
+Billing registers that from its ``AppConfig.ready()`` with ``on_plan_change``, so accounts
+imports no higher app (docs/architecture.md, "Layers").
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from django.utils import timezone
 from django_otp.models import Device, ThrottlingMixin, TimestampMixin
 from django_otp.plugins.otp_totp.models import TOTPDevice, default_key, key_validator
 
+from apps.plans.models import Plan
 from cronsvc.ids import uuid7
 
 from .encryption import EncryptedTextField
@@ -49,16 +50,6 @@ class User(AbstractUser):
         return self.email
 
 
-# The plan a new organization starts on (billing's migrations seed the plans).
-DEFAULT_PLAN_CODE = "free"
-
-
-def plan_model():
-    """billing.Plan, the model ``Organization.plan`` points to: accounts and the apps below
-    billing reach the plan catalogue through this foreign key, never by importing billing."""
-    return Organization._meta.get_field("plan").related_model
-
-
 def project_model():
     """projects.Project, the model ``ApiKey.projects`` points to (per-project grants of keys
     and members): accounts and apps.api reach projects through it, never by importing them."""
@@ -71,7 +62,7 @@ class Organization(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     name = models.CharField(max_length=120)
     slug = models.SlugField(max_length=80, unique=True)
-    plan = models.ForeignKey("billing.Plan", on_delete=models.PROTECT, related_name="organizations")
+    plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="organizations")
     suspended = models.BooleanField(default=False)
     suspended_reason = models.CharField(max_length=200, blank=True)
     suspended_at = models.DateTimeField(null=True, blank=True)

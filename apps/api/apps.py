@@ -17,10 +17,12 @@ class ApiConfig(AppConfig):
         also fire for the admin's bulk deletes and for keys deleted with their organization."""
         from django.db.models.signals import post_delete, post_save
 
+        from apps.plans.models import Plan
+
         from . import keycache
 
         for signal in (post_save, post_delete):
             signal.connect(keycache.key_saved, sender="accounts.ApiKey", dispatch_uid=f"keycache_key_{signal}")
-            signal.connect(keycache.plan_saved, sender="billing.Plan", dispatch_uid=f"keycache_plan_{signal}")
+            signal.connect(keycache.plan_saved, sender=Plan, dispatch_uid=f"keycache_plan_{signal}")
         post_save.connect(keycache.organization_saved, sender="accounts.Organization",
                           dispatch_uid="keycache_organization")

@@ -7,9 +7,10 @@ from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from apps.accounts.models import ApiKey, Organization, plan_model
+from apps.accounts.models import ApiKey, Organization
 from apps.api import keycache, ratelimit
 from apps.api.audit import client_ip
+from apps.plans.models import Plan
 from apps.sql import rows
 from cronsvc.apikeys import secret_matches, split_key
 
@@ -94,8 +95,7 @@ def _rate_limit_of(api_key):
 def _key_by_lookup(lookup):
     """The key with its organization and plan (one join, in hand-written SQL: every API
     request runs it, and compiling the ORM's select_related costs more than the query)."""
-    Plan = plan_model()  # billing.Plan, through the organization's foreign key
-    found = rows.fetch_one(queries.key_by_lookup_sql(Plan), [lookup], ApiKey, Organization, Plan)
+    found = rows.fetch_one(queries.key_by_lookup_sql(), [lookup], ApiKey, Organization, Plan)
     if found is None:
         return None
     api_key, organization, plan = found

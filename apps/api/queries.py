@@ -2,15 +2,15 @@
 apps.sql.rows)."""
 
 from apps.accounts.models import ApiKey, Organization
+from apps.plans.models import Plan
 from apps.sql import rows
 
 
-def key_by_lookup_sql(plan_model):
-    """The API key by its lookup, joined with its organization and that organization's plan
-    (rows of ``plan_model``)."""
+def key_by_lookup_sql():
+    """The API key by its lookup, joined with its organization and that organization's plan."""
     return (f"SELECT {rows.select_list(ApiKey, 'k')}, {rows.select_list(Organization, 'o')}, "
-            f"{rows.select_list(plan_model, 'p')} "
+            f"{rows.select_list(Plan, 'p')} "
             f'FROM "{ApiKey._meta.db_table}" k '
             f'JOIN "{Organization._meta.db_table}" o ON o."id" = k."organization_id" '
-            f'JOIN "{plan_model._meta.db_table}" p ON p."id" = o."plan_id" '
+            f'JOIN "{Plan._meta.db_table}" p ON p."id" = o."plan_id" '
             'WHERE k."lookup" = %s')

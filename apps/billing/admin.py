@@ -1,6 +1,9 @@
 from django.contrib import admin, messages
 
-from .models import Plan, QuotaWarning, Statement, UsageMonth
+from apps.executions.models import UsageMonth
+from apps.plans.models import Plan
+
+from .models import QuotaWarning, Statement
 from .plan_change import apply_plan
 
 

@@ -18,6 +18,12 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from apps.executions.models import Execution
+from apps.executions.routing import queue_for
+from apps.jobs.models import Job
+from apps.jobs.services import pause_job, resume_job
+from apps.jobs.validation import plan_violations
+
 PAUSE_PREFIX = "Plan limit"
 
 
@@ -41,16 +47,10 @@ def apply_plan(organization, plan, *, now=None):
 
 def paused_by_plan(organization):
     """The organization's jobs a plan change paused (for the usage page and API)."""
-    from apps.jobs.models import Job
-
     return Job.objects.for_organization(organization).filter(enabled=False, paused_reason__startswith=PAUSE_PREFIX)
 
 
 def _pause_over_limits(organization, plan, now, result):
-    from apps.jobs.models import Job
-    from apps.jobs.services import pause_job
-    from apps.jobs.validation import plan_violations
-
     jobs = list(Job.objects.for_organization(organization).order_by("created_at", "id"))
     keep = plan.max_jobs
     for job in jobs:
@@ -67,10 +67,6 @@ def _pause_over_limits(organization, plan, now, result):
 
 
 def _resume_fitting(organization, plan, now, result):
-    from apps.jobs.models import Job
-    from apps.jobs.services import resume_job
-    from apps.jobs.validation import plan_violations
-
     enabled = Job.objects.for_organization(organization).filter(enabled=True).count()
     paused_now = {job.pk for job, _ in result.paused}
     for job in paused_by_plan(organization).order_by("created_at", "id"):
@@ -82,10 +78,6 @@ def _resume_fitting(organization, plan, now, result):
 
 
 def _move_waiting_runs(organization, plan):
-    from apps.executions.models import Execution
-    from apps.executions.routing import queue_for
-    from apps.jobs.models import Job
-
     waiting = Execution.objects.filter(organization=organization, status=Execution.Status.QUEUED,
                                        published_at__isnull=True)
     moved = 0

@@ -22,13 +22,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
+from apps.accounts.models import Organization
 from apps.archives.writing import archive_and_delete, archive_store
-from apps.executions.models import Execution
-from cronsvc.archives import ArchiveWriteFailed
+from apps.executions.models import Execution, JobDayStats
 from apps.executions.purging import delete_executions
-
-from .models import JobDayStats
-from .rollups import roll_up
+from apps.executions.usage.rollups import roll_up
+from cronsvc.archives import ArchiveWriteFailed
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +45,6 @@ class PurgeReport:
 
 def purge_expired(*, now, batch_size=None, organizations=None):
     """Purge every organization's expired executions. Returns a PurgeReport."""
-    from apps.accounts.models import Organization
-
     batch_size = max(1, batch_size or settings.RETENTION_BATCH_SIZE)
     report = PurgeReport()
     store = archive_store()

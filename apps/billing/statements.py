@@ -12,8 +12,11 @@ from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 
-from .metering import month_start, utc_day
-from .models import Statement, UsageMonth
+from apps.accounts.models import Organization
+from apps.executions.models import UsageMonth
+from apps.executions.usage.metering import month_start, utc_day
+
+from .models import Statement
 from .payments import payment_provider
 from .pricing import format_cents, month_cost
 from .usage import next_month
@@ -28,8 +31,6 @@ def previous_month(now):
 def generate_statements(period, *, now):
     """Make the missing statements for ``period`` (a month's first day) of every
     organization that existed before the month ended. Returns the new statements."""
-    from apps.accounts.models import Organization
-
     end = next_month(period)
     if month_start(utc_day(now)) < end:
         raise ValueError(f"{period:%Y-%m} is not over yet")

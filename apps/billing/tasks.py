@@ -5,7 +5,12 @@ import logging
 from celery import shared_task
 from django.utils import timezone
 
+from apps.executions.purging import purge_deleted_jobs
+from apps.executions.usage import rollups
+
+from . import retention
 from .hooks import retention_purges
+from .statements import generate_statements, previous_month
 
 log = logging.getLogger(__name__)
 
@@ -17,9 +22,7 @@ STATEMENTS_TASK = "apps.billing.tasks.make_statements"
 @shared_task(name=ROLL_UP_TASK, ignore_result=True)
 def roll_up_recent():
     """Recompute today's and yesterday's JobDayStats (older days are final)."""
-    from .rollups import roll_up_recent as run
-
-    rows = run(timezone.now())
+    rows = rollups.roll_up_recent(timezone.now())
     log.info("roll-ups: %d job-day rows", rows)
     return rows
 
@@ -29,11 +32,7 @@ def purge_expired():
     """Delete executions past each organization's retention, what deleted jobs left (a purge
     task lost with its broker) and what the registered purges delete past the same retention
     (monitor pings, apps/billing/hooks.py), in bounded batches."""
-    from apps.executions.purging import purge_deleted_jobs
-
-    from .retention import purge_expired as run
-
-    report = run(now=timezone.now())
+    report = retention.purge_expired(now=timezone.now())
     log.info("retention purge: %d executions in %d batches (longest %.2fs), %d days rolled up first, "
              "%d organizations kept for a failed archive write",
              report.executions, report.batches, report.longest_batch_seconds, report.rolled_up_days,
@@ -48,8 +47,6 @@ def purge_expired():
 @shared_task(name=STATEMENTS_TASK, ignore_result=True)
 def make_statements():
     """Last month's statements, for every organization still missing one (idempotent)."""
-    from .statements import generate_statements, previous_month
-
     now = timezone.now()
     made = generate_statements(previous_month(now), now=now)
     log.info("statements: %d made", len(made))

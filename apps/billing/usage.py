@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 
-from .metering import month_start, utc_day
-from .models import UsageDay, UsageMonth
+from apps.executions.models import UsageDay, UsageMonth
+from apps.executions.usage.metering import month_start, utc_day
+
 from .pricing import month_cost
 
 HISTORY_DAYS = 90

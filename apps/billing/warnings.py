@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import math
 
+from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 
 from apps.accounts.hooks import notify_organization
+from apps.accounts.models import Membership, Organization
 
 from .models import QuotaWarning
 
@@ -26,6 +28,15 @@ def crossed_thresholds(before, after, quota):
     if quota <= 0:
         return []
     return [t for t in THRESHOLDS if before < math.ceil(quota * t / 100) <= after]
+
+
+def warn_crossed(counts):
+    """What the metering tells billing (apps.executions.hooks.on_usage_metered): each
+    [(organization id, month, runs before, runs after, quota)]; warns once per threshold
+    crossed."""
+    for organization_id, month, before, after, quota in counts:
+        for threshold in crossed_thresholds(before, after, quota):
+            warn_quota(organization_id, month, threshold, runs=after, quota=quota)
 
 
 def warn_quota(organization_id, month, threshold, *, runs, quota):
@@ -51,8 +62,6 @@ def send_quota_warning(warning):
 
 
 def _message(warning):
-    from apps.accounts.models import Organization
-
     org = Organization.objects.select_related("plan").get(pk=warning.organization_id)
     month = f"{warning.month:%B %Y}"
     if warning.threshold >= 100:
@@ -69,10 +78,6 @@ def _message(warning):
 
 
 def _mail_owners(organization_id, subject, text):
-    from django.core.mail import send_mail
-
-    from apps.accounts.models import Membership
-
     owners = list(Membership.objects.filter(organization_id=organization_id, role=Membership.Role.OWNER)
                   .values_list("user__email", flat=True))
     if owners:

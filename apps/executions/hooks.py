@@ -1,7 +1,8 @@
 """What other apps do in the same transaction as a run's outcome.
 
-Recording a run's outcome is where usage is metered (billing), where alerts and outgoing
-events are decided (notifications) and where downstream jobs start (workflows). Each of
+Recording a run's outcome is where usage is metered (this app's own first hook,
+apps.executions.usage.metering), where alerts and outgoing events are decided
+(notifications) and where downstream jobs start (workflows). Each of
 those must commit or roll back with the outcome itself — a crash in between must neither
 lose nor double anything — so they run inside the recording transaction (a hook that
 raises is logged and counted and undoes only its own writes: ``run_outcome_hooks``), as hooks that
@@ -13,9 +14,9 @@ after the executions and the jobs' health have been updated, inside the transact
 must not call the network: anything that leaves the process goes through an outbox row
 that a task sends after commit.
 
-The same way, the apps above executions lend it what it needs of them without being
-imported: billing the monthly quota a worker checks and the daily roll-ups the statistics
-read; observability the scheduler's metrics and heartbeat.
+The same way, the apps above executions are told what they act on without being
+imported: billing the counts each metered group added (it decides the quota warnings),
+observability what a scheduler reports (its metrics and heartbeat).
 """
 
 from __future__ import annotations
@@ -164,38 +165,22 @@ def run_tick_hooks(now, on_error=None):
             on_error(hook, exc)
 
 
-# --- a worker's admission: the monthly quota (billing)
+# --- usage metered (billing's quota warnings)
 
-_quota = Slot("quota check", "apps.billing")
-
-
-def on_quota(check, skip_reason):
-    """Register ``check(items, now)``: items are [(organization id, plan)], the answer one
-    bool per item, True for a run to skip (recorded with ``skip_reason``). Called once per
-    worker chunk. One check: registering another replaces it."""
-    _quota.fill((check, skip_reason))
-    return check
+_usage_metered = Slot("usage-metered hook", "apps.billing")
 
 
-def quota():
-    """(check, skip_reason) as registered."""
-    return _quota.get()
+def on_usage_metered(hook):
+    """Register ``hook(counts)``, called by the metering (apps.executions.usage.metering)
+    inside the recording transaction: ``counts`` is [(organization id, month, runs before,
+    runs after, quota)], one per organization and month the group counted (billing warns
+    when a quota threshold lies between before and after). One hook: registering another
+    replaces it."""
+    return _usage_metered.fill(hook)
 
 
-# --- the daily roll-ups the run statistics read (billing)
-
-_day_stats = Slot("day-stats model", "apps.billing")
-
-
-def on_day_stats(model):
-    """Register the model of the runs' daily roll-ups (billing's JobDayStats: one row per
-    job and UTC day, with ``organization``, ``job``, ``day``, the counts and percentiles).
-    One model: registering another replaces it."""
-    return _day_stats.fill(model)
-
-
-def day_stats_model():
-    return _day_stats.get()
+def usage_metered(counts):
+    _usage_metered.get()(counts)
 
 
 # --- what a scheduler process reports (observability)

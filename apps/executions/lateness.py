@@ -6,7 +6,7 @@ measured at the first attempt, because a retry starts late on purpose: while no 
 recorded (``attempt`` 0) ``started_at`` is the first attempt's start, afterwards the first
 Attempt row holds it. This module is the rule's one home: the history API and pages, the
 late alerts (apps.notifications.watch), the statistics (stats.py) and the daily roll-ups
-(apps.billing) all read it from here.
+(apps.executions.usage.rollups) all read it from here.
 """
 
 from datetime import timedelta
@@ -67,6 +67,6 @@ ATTEMPT_LATENESS_PG = (F("started_at") - F("execution__scheduled_for")
 
 def lateness_ms_sql(started, execution="e"):
     """SQL of the milliseconds late (bigint) of a first attempt started at ``started``, for
-    hand-written statements (apps.billing's roll-ups), with ``execution`` the runs' alias."""
+    hand-written statements (the roll-ups, apps.executions.usage), with ``execution`` the runs' alias."""
     return (f"(trunc(extract(epoch FROM {started} - {execution}.scheduled_for) * 1000)::bigint "
             f"- {execution}.jitter_seconds * 1000)")

@@ -208,3 +208,81 @@ class Attempt(models.Model):
 
     def __str__(self):
         return f"attempt {self.number} of {self.execution_id}"
+
+
+# --- usage counters and run statistics (apps.executions.usage): written with the runs,
+# read by the quotas, billing's statements and the charts.
+
+
+class UsageMonth(models.Model):
+    """Attempts made by an organization in one calendar month (UTC): what quotas and
+    statements read. Incremented by an upsert in the recording transaction, so a
+    redelivered message never counts twice and concurrent workers never lose a count."""
+
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="usage_months")
+    month = models.DateField(help_text="First day of the month (UTC).")
+    runs = models.PositiveBigIntegerField(default=0)
+    # Heartbeat pings received (apps.monitors.pings), upserted by the ping's own statement.
+    pings = models.PositiveBigIntegerField(default=0, db_default=0)
+    # The plan's quota at the last increment: lets the increment itself tell whether a
+    # warning threshold was crossed.
+    quota = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "billing_usagemonth"  # the table it had in billing (executions 0011, billing 0007)
+        ordering = ["-month"]
+        constraints = [models.UniqueConstraint(fields=["organization", "month"], name="usage_month_unique")]
+
+    def __str__(self):
+        return f"{self.organization_id} {self.month:%Y-%m}: {self.runs}"
+
+
+class UsageDay(models.Model):
+    """Attempts per organization per UTC day, for the daily history (kept after the purge)."""
+
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="usage_days")
+    day = models.DateField()
+    runs = models.PositiveBigIntegerField(default=0)
+    succeeded = models.PositiveBigIntegerField(default=0)
+    failed = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "billing_usageday"  # the table it had in billing (executions 0011, billing 0007)
+        ordering = ["-day"]
+        constraints = [models.UniqueConstraint(fields=["organization", "day"], name="usage_day_unique")]
+
+    def __str__(self):
+        return f"{self.organization_id} {self.day}: {self.runs}"
+
+
+class JobDayStats(models.Model):
+    """Daily roll-up of one job's runs, computed from executions by a housekeeping task so
+    charts and usage survive the retention purge. Rows for days before yesterday are final."""
+
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="day_stats")
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    runs = models.PositiveIntegerField(default=0)
+    succeeded = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0, help_text="failed + timed_out + dead")
+    skipped = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    duration_p50_ms = models.PositiveIntegerField(null=True, blank=True)
+    duration_p95_ms = models.PositiveIntegerField(null=True, blank=True)
+    duration_p99_ms = models.PositiveIntegerField(null=True, blank=True)
+    lateness_p50_ms = models.IntegerField(null=True, blank=True)
+    lateness_p95_ms = models.IntegerField(null=True, blank=True)
+    lateness_p99_ms = models.IntegerField(null=True, blank=True)
+    error_kinds = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "billing_jobdaystats"  # the table it had in billing (executions 0011, billing 0007)
+        ordering = ["-day"]
+        constraints = [models.UniqueConstraint(fields=["job", "day"], name="job_day_stats_unique")]
+        indexes = [models.Index(fields=["organization", "day"], name="job_day_stats_org_day")]
+
+    def __str__(self):
+        return f"{self.job_id} {self.day}"

@@ -22,7 +22,9 @@ from datetime import datetime, timezone
 from django.conf import settings
 from django.db.models import Min
 
-from apps.accounts.models import plan_model
+from apps.plans import limits
+from apps.plans.limits import PlanLimit  # noqa: F401 (the API and pages catch it from here)
+from apps.plans.models import Plan
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.guard import ForbiddenTarget, check_url_at_save, outbound_policy
 from cronsvc.delivery.outcome import SuccessCriteria, parse_status_codes, validate_criteria
@@ -31,7 +33,6 @@ from cronsvc.schedules import ScheduleError, validate_schedule
 from cronsvc.schedules.describe import format_duration
 
 from .queries import job_count
-from .hooks import PlanLimit, plan_limits  # noqa: F401 (PlanLimit: the API and pages catch it from here)
 from .models import Job
 from .scheduling import job_schedule
 
@@ -105,7 +106,7 @@ def far_below_job_quota(organization, plan):
 def check_job_quota(organization, plan, adding=1):
     """PlanLimit when ``adding`` more jobs would exceed the plan's max_jobs. Call it with
     the organization row locked (select_for_update) so concurrent creates cannot overshoot."""
-    plan_limits().check_job_count(plan, job_count(organization.pk), adding)
+    limits.check_job_count(plan, job_count(organization.pk), adding)
 
 
 def request_spec(job):
@@ -125,7 +126,7 @@ def request_spec(job):
 
 def platform_min_interval():
     """The smallest interval any plan allows: below it no upgrade helps."""
-    return plan_model().objects.aggregate(floor=Min("min_interval_seconds"))["floor"] or 0
+    return Plan.objects.aggregate(floor=Min("min_interval_seconds"))["floor"] or 0
 
 
 # --- the checks
@@ -250,9 +251,7 @@ def find_path(start, targets, edges):
 
 
 def _check_plan(job, plan, now, changed):
-    """The plan's limits, from apps.billing.limits (every limit is enforced there), which
-    billing registers (apps.jobs.hooks)."""
-    limits = plan_limits()
+    """The plan's limits, from apps.plans.limits (every limit is enforced there)."""
     if changed & SCHEDULE_FIELDS:
         limits.check_frequency(plan, too_frequent(job, now))
     if changed & REQUEST_FIELDS:
@@ -269,8 +268,8 @@ def plan_violations(job, plan, now):
         except ScheduleError:  # e.g. a finished one-off job: no frequency to judge
             return None
 
-    return plan_limits().job_violations(plan, timeout_seconds=job.timeout_seconds,
-                                        max_attempts=job.max_attempts, too_frequent=frequency)
+    return limits.job_violations(plan, timeout_seconds=job.timeout_seconds, max_attempts=job.max_attempts,
+                                 too_frequent=frequency)
 
 
 def check_resumable(job, plan, now):

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from apps.api.base import ApiViewMixin, EmptySerializer
 from apps.api.filters import FilterBackend
 from apps.api.pagination import NewestFirstCursorPagination
-from apps.billing.limits import PlanLimit
+from apps.plans.limits import PlanLimit
 from apps.jobs.serializers import plan_limit_error
 
 from . import services

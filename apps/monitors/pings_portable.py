@@ -9,7 +9,7 @@ PostgreSQL's ``FOR UPDATE`` takes on one row, SQLite takes on the database.
 from django.db import transaction
 
 from apps.accounts.models import Organization
-from apps.billing.models import UsageMonth
+from apps.executions.models import UsageMonth
 
 from .models import Monitor, Ping
 

@@ -10,7 +10,8 @@ from django.conf import settings
 from django.db import connection
 
 from apps.accounts.models import Organization
-from apps.billing.models import Plan, UsageMonth
+from apps.executions.models import UsageMonth
+from apps.plans.models import Plan
 from apps.sql.bulk import Unnest
 from apps.sql.modes import on_postgresql
 

@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Organization
 from apps.api.audit import audited
-from apps.billing.limits import check_monitor_count
+from apps.plans.limits import check_monitor_count
 
 from .changes import StateChange, record_state_changes
 from .models import Monitor

@@ -22,7 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from apps.accounts.models import Organization
-from apps.billing.models import UsageMonth
+from apps.executions.models import UsageMonth
 from apps.sql.modes import on_postgresql
 
 from . import queries

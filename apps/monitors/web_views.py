@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.api.audit import audit
-from apps.billing.limits import PlanLimit
+from apps.plans.limits import PlanLimit
 from apps.api.access import Role, member_view, require_role
 from apps.api.pages import TIMEZONES, serializer_context
 from apps.jobs.clock_changes import mark_clock_changes

@@ -6,7 +6,8 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from apps.accounts.apikeys import create_api_key
-from apps.accounts.models import DEFAULT_PLAN_CODE, ApiKey, Membership, Organization, User, plan_model
+from apps.accounts.models import ApiKey, Membership, Organization, User
+from apps.plans.models import DEFAULT_PLAN_CODE, Plan
 
 from .models import Project
 
@@ -31,7 +32,7 @@ def unique_org_slug(name):
 
 @transaction.atomic
 def provision_tenant(*, org_name, email, plan_code=DEFAULT_PLAN_CODE, password=None, timezone="UTC"):
-    plan = plan_model().objects.get(code=plan_code)
+    plan = Plan.objects.get(code=plan_code)
     owner = User.objects.filter(email__iexact=email).first()
     if owner is None:
         owner = User.objects.create_user(email=email, password=password)

@@ -5,9 +5,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from apps.billing.models import JobDayStats
 from apps.executions.history import stats
-from apps.executions.models import Execution
+from apps.executions.models import Execution, JobDayStats
 from tests.conftest import utc
 
 S = Execution.Status
@@ -134,9 +133,9 @@ def test_without_rollups_the_whole_window_comes_from_runs(make_job, make_run, te
 
 
 def test_rolled_up_runs_still_count_after_the_purge(make_job, make_run, tenant):
-    """With the billing roll-up (apps.billing.rollups): the figures of a final day are the
+    """With the billing roll-up (apps.executions.usage.rollups): the figures of a final day are the
     same before and after its runs are deleted."""
-    from apps.billing.rollups import roll_up
+    from apps.executions.usage.rollups import roll_up
 
     job = make_job(tenant)
     for i in range(10):

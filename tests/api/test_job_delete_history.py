@@ -9,11 +9,10 @@ import pytest
 from django.utils import timezone
 
 from apps.accounts.gdpr import compressed_export
-from apps.billing.models import JobDayStats
-from apps.billing.rollups import roll_up
 from apps.executions import purging
-from apps.executions.models import Attempt, DeletedJob, Execution
+from apps.executions.models import Attempt, DeletedJob, Execution, JobDayStats
 from apps.executions.tasks import purge_deleted_job
+from apps.executions.usage.rollups import roll_up
 from apps.jobs.models import Job
 from tests.conftest import utc
 from tests.support.processes import start_worker, wait_for

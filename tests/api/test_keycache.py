@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from apps.accounts import services
 from apps.api import keycache, throttling
-from apps.billing.models import Plan
+from apps.plans.models import Plan
 from tests.api.conftest import error_of, key_client
 
 

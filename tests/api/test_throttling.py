@@ -3,7 +3,7 @@
 import pytest
 
 from apps.api import throttling
-from apps.billing.models import Plan
+from apps.plans.models import Plan
 from tests.api.conftest import error_of
 
 NOW = 1_900_000_040.0  # 20 s into a minute window (1_900_000_020 is a multiple of 60)

@@ -6,8 +6,9 @@ import pytest
 from django.urls import reverse
 
 from apps.accounts.models import User
-from apps.billing.models import Plan, Statement
+from apps.billing.models import Statement
 from apps.jobs.models import Job
+from apps.plans.models import Plan
 
 
 @pytest.fixture
@@ -21,7 +22,7 @@ def test_lowering_a_plan_and_applying_it_pauses_the_jobs_it_no_longer_allows(ope
     pro = Plan.objects.get(code="pro")
     pro.max_timeout_seconds = 40
     pro.save()
-    response = operator.post(reverse("admin:billing_plan_changelist"),
+    response = operator.post(reverse("admin:plans_plan_changelist"),
                              {"action": "apply_limits", "_selected_action": [pro.pk]}, follow=True)
     assert "1 jobs paused, 0 resumed" in response.content.decode()
     job.refresh_from_db()

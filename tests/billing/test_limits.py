@@ -3,9 +3,9 @@ plan_limit naming the limit and the cheapest plan that allows it."""
 
 import pytest
 
-from apps.billing import limits
-from apps.billing.models import Plan
 from apps.jobs.models import Job
+from apps.plans import limits
+from apps.plans.models import Plan
 from tests.api.conftest import error_of, job_body, key_client
 
 

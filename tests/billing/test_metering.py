@@ -7,11 +7,11 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
-from apps.billing.metering import meter_outcomes
-from apps.billing.models import QuotaWarning, UsageDay, UsageMonth
-from apps.executions.worker.batch import run_batch
+from apps.billing.models import QuotaWarning
 from apps.executions.hooks import Outcome
-from apps.executions.models import Attempt, Execution
+from apps.executions.models import Attempt, Execution, UsageDay, UsageMonth
+from apps.executions.usage.metering import meter_outcomes
+from apps.executions.worker.batch import run_batch
 from tests.conftest import utc
 
 _seconds = itertools.count(1)

@@ -8,9 +8,8 @@ import pytest
 from django.db.models import Sum
 from django.utils import timezone
 
-from apps.billing.models import UsageDay, UsageMonth
+from apps.executions.models import Attempt, Execution, UsageDay, UsageMonth
 from apps.executions.scheduling import publishing
-from apps.executions.models import Attempt, Execution
 from tests.support.broker import use_private_queue
 from tests.support.processes import start_scheduler, start_worker, wait_for
 from tests.support.target import start_target

@@ -5,7 +5,9 @@ from datetime import date
 from django.utils import timezone
 
 from apps.accounts.services import change_plan
-from apps.billing.models import Plan, Statement, UsageDay, UsageMonth
+from apps.billing.models import Statement
+from apps.executions.models import UsageDay, UsageMonth
+from apps.plans.models import Plan
 from tests.web.conftest import _private_web_counters, web_client  # noqa: F401 (fixtures)
 
 

@@ -4,10 +4,10 @@ them; an upgrade resumes them; waiting runs move to the new plan's queue at once
 from datetime import timedelta
 
 from apps.accounts.services import change_plan
-from apps.billing.models import Plan
 from apps.billing.plan_change import PAUSE_PREFIX, paused_by_plan
 from apps.executions.models import Execution
 from apps.jobs.models import Job
+from apps.plans.models import Plan
 from tests.conftest import utc
 
 NOW = utc(2030, 1, 10, 12, 0)

@@ -3,9 +3,8 @@ batches; roll-ups are made first and stay; younger runs and other tenants' stay.
 
 from datetime import date, timedelta
 
-from apps.billing.models import JobDayStats, UsageDay
 from apps.billing.retention import purge_expired
-from apps.executions.models import Attempt, Execution
+from apps.executions.models import Attempt, Execution, JobDayStats, UsageDay
 from tests.conftest import utc
 
 NOW = utc(2030, 6, 30, 12, 0)

@@ -2,9 +2,8 @@
 
 from datetime import date, timedelta
 
-from apps.billing.models import JobDayStats
-from apps.billing.rollups import percentile, roll_up
-from apps.executions.models import Attempt, Execution
+from apps.executions.models import Attempt, Execution, JobDayStats
+from apps.executions.usage.rollups import percentile, roll_up
 from tests.conftest import utc
 
 S = Execution.Status
@@ -65,7 +64,7 @@ def test_roll_up_is_an_idempotent_upsert(tenant, make_job, other_tenant):
 
 def test_the_database_and_the_python_paths_agree(tenant, make_job):
     """PostgreSQL computes the figures in SQL; embedded SQLite in Python: the same numbers."""
-    from apps.billing.rollups import _pg_stats_rows, _runs_of, _stats_row
+    from apps.executions.usage.rollups import _pg_stats_rows, _runs_of, _stats_row
 
     jobs = [make_job(tenant), make_job(tenant)]
     for i in range(37):

@@ -6,9 +6,11 @@ from datetime import date
 import pytest
 
 from apps.billing import payments
-from apps.billing.models import Plan, Statement, UsageMonth
+from apps.billing.models import Statement
 from apps.billing.pricing import month_cost
 from apps.billing.statements import generate_statements, previous_month
+from apps.executions.models import UsageMonth
+from apps.plans.models import Plan
 from tests.conftest import utc
 
 NOW = utc(2030, 2, 1, 0, 30)

@@ -6,8 +6,8 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from apps.billing import tasks
-from apps.billing.models import JobDayStats, Statement
-from apps.executions.models import Execution
+from apps.billing.models import Statement
+from apps.executions.models import Execution, JobDayStats
 
 
 def test_the_migration_schedules_every_billing_chore(db):

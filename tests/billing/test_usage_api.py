@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from apps.accounts.models import Membership
-from apps.billing.models import UsageDay, UsageMonth
 from apps.billing.usage import project
+from apps.executions.models import UsageDay, UsageMonth
 from tests.api.conftest import key_client, member_client  # noqa: F401 (fixture)
 from tests.conftest import utc
 

@@ -17,8 +17,8 @@ import uuid
 import pytest
 import requests
 
-from apps.billing.models import Plan
 from apps.jobs.models import Job
+from apps.plans.models import Plan
 from tests.conftest import ensure_seeded_plans
 from tests.support.processes import start_scheduler, start_worker
 

@@ -11,12 +11,11 @@ import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from apps.billing.models import UsageMonth
-from apps.executions.worker import cancel_watch, batch, recording
 from apps.executions import cancelling, hooks, purging
+from apps.executions.models import Attempt, Execution, UsageMonth
 from apps.executions.scheduling import sweeper
+from apps.executions.worker import cancel_watch, batch, recording
 from apps.executions.worker.leases import Heartbeat
-from apps.executions.models import Attempt, Execution
 
 _seconds = itertools.count(1)
 

@@ -6,9 +6,9 @@ from cronsvc.slot import Slot
 
 
 def test_an_empty_slot_names_the_app_that_should_fill_it():
-    slot = Slot("quota check", "apps.billing")
+    slot = Slot("usage-metered hook", "apps.billing")
     assert not slot.filled
-    with pytest.raises(RuntimeError, match="No quota check registered: apps.billing must be installed"):
+    with pytest.raises(RuntimeError, match="No usage-metered hook registered: apps.billing must be installed"):
         slot.get()
 
 

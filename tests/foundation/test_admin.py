@@ -53,7 +53,7 @@ def test_operators_can_suspend_and_change_plan(operator_client, populated):
     populated.api_key.refresh_from_db()
     assert not populated.api_key.is_usable()
 
-    from apps.billing.models import Plan
+    from apps.plans.models import Plan
 
     enterprise = Plan.objects.get(code="enterprise")
     operator_client.post(url, {"action": "change_plan", "_selected_action": [org.pk], "plan": enterprise.pk})

@@ -18,7 +18,7 @@ from datetime import timedelta
 from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
-from apps.billing.models import UsageMonth
+from apps.executions.models import UsageMonth
 from apps.monitors import clock, usage
 from apps.monitors.fastlane import PingFastLane
 from apps.monitors.models import Monitor, Ping

@@ -116,7 +116,7 @@ def test_unknown_ping_id_and_exit_code(monitor):
 
 
 def test_pings_are_metered_and_limited(monitor, tenant):
-    from apps.billing.models import UsageMonth
+    from apps.executions.models import UsageMonth
 
     plan = tenant.organization.plan
     plan.monitor_pings_per_month = 2
@@ -199,7 +199,7 @@ def test_ping_racing_the_down_decision_is_a_recovery(monitor, channel):
 
 
 def test_steady_pings_count_in_usage(monitor, tenant):
-    from apps.billing.models import UsageMonth
+    from apps.executions.models import UsageMonth
 
     for minute in range(3):
         ping_at(monitor, "success", utc(2026, 12, 3, 10, minute))
@@ -310,8 +310,9 @@ def test_pings_past_the_plan_retention_are_purged(make_tenant):
 def test_statement_shows_the_months_pings(tenant):
     from datetime import date
 
-    from apps.billing.models import Statement, UsageMonth
+    from apps.billing.models import Statement
     from apps.billing.statements import generate_statements
+    from apps.executions.models import UsageMonth
 
     UsageMonth.objects.create(organization=tenant.organization, month=date(2030, 1, 1), runs=10, pings=4321)
     generate_statements(date(2030, 1, 1), now=utc(2030, 2, 1, 1, 0))
@@ -321,7 +322,7 @@ def test_statement_shows_the_months_pings(tenant):
 
 
 def test_seeded_plans_carry_the_monitor_limits(db):
-    from apps.billing.models import Plan
+    from apps.plans.models import Plan
     from tests.conftest import ensure_seeded_plans
 
     Plan.objects.update(max_monitors=0)

@@ -7,12 +7,12 @@ which (rightly) drops a connection left inside a transaction.
 import pytest
 from django.db import transaction
 
-from apps.billing.models import Plan
-from apps.executions.scheduling.process import SchedulerLoop
+from apps.accounts.services import change_plan
 from apps.executions.models import Execution
 from apps.executions.routing import queue_for
+from apps.executions.scheduling.process import SchedulerLoop
 from apps.executions.scheduling.triggers import trigger_now
-from apps.accounts.services import change_plan
+from apps.plans.models import Plan
 from tests.conftest import utc
 
 T0 = utc(2027, 3, 1, 12, 0)

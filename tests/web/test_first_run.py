@@ -10,9 +10,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from apps.billing.models import Plan
 from apps.executions.models import Execution
 from apps.jobs.models import Job
+from apps.plans.models import Plan
 from apps.projects.models import Project
 from cronsvc.schedules.describe import format_duration
 from tests.conftest import ensure_seeded_plans

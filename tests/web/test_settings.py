@@ -134,10 +134,10 @@ def test_api_key_validation_and_tenancy(tenant, other_tenant, owner):
 
 
 def test_plan_and_usage(tenant, owner, make_job):
-    from apps.billing.models import UsageMonth
+    from apps.executions.models import UsageMonth
 
     make_job(tenant)
-    # usage is the meter (apps.billing), counted as attempts are recorded
+    # usage is the meter (apps.executions.usage), counted as attempts are recorded
     UsageMonth.objects.create(organization=tenant.organization, month=timezone.now().date().replace(day=1), runs=3)
     page = html(owner.get("/settings/plan/"))
     assert "<strong>3</strong> of 500000" in page and "<strong>1</strong> of 100" in page

@@ -1,6 +1,6 @@
 """Run statistics of a job or an organization: what the stats API and the job page show.
 
-Two sources: the daily roll-ups (billing.JobDayStats, which billing registers as a hook:
+Two sources: the daily roll-ups (JobDayStats, apps.executions.usage.rollups:
 final for days before yesterday, and kept after the retention purge) and the raw Execution
 rows for the rest of the window.
 Raw rows are aggregated in the database (PostgreSQL's percentile_disc), over a range of
@@ -18,9 +18,8 @@ from django.db.models import Aggregate, Count, DurationField, ExpressionWrapper,
 from apps.sql.modes import on_postgresql
 from cronsvc import statuses
 
-from .. import hooks
 from ..lateness import ATTEMPT_LATENESS_PG, lateness_ms
-from ..models import Attempt, Execution
+from ..models import Attempt, Execution, JobDayStats
 
 UTC = dt_timezone.utc
 S = Execution.Status
@@ -77,7 +76,7 @@ def _executions(organization, job, project_ids):
 
 
 def _rollups(organization, job, project_ids):
-    rows = hooks.day_stats_model().objects.filter(organization=organization)
+    rows = JobDayStats.objects.filter(organization=organization)
     if job is not None:
         return rows.filter(job=job)
     return rows if project_ids is None else rows.filter(job__project_id__in=project_ids)

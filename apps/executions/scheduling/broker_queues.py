@@ -13,7 +13,7 @@ from amqp.exceptions import NotFound
 from django.conf import settings
 from kombu import Connection
 
-from apps.accounts.models import plan_model
+from apps.plans.models import Plan
 from cronsvc.brokers import broker_kind
 
 # kombu's Redis transport keeps messages with a priority in extra lists named like this.
@@ -25,7 +25,7 @@ def known_queues():
     """Every queue runs may be sent to: the default one and each plan's (with regions)."""
     from ..routing import DEFAULT_QUEUE, all_run_queues
 
-    plan_queues = sorted(set(plan_model().objects.values_list("queue", flat=True)))
+    plan_queues = sorted(set(Plan.objects.values_list("queue", flat=True)))
     return [DEFAULT_QUEUE, *all_run_queues(plan_queues)]
 
 

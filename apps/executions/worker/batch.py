@@ -56,7 +56,8 @@ from cronsvc.delivery.request import PreparedDelivery, prepare, standard_variabl
 from cronsvc.delivery.retry import RetryPolicy, next_delay, parse_retry_after, should_retry
 from cronsvc.delivery.template import UpstreamResult, WorkflowVariables, upstream_key
 
-from .. import events, hooks, queries
+from .. import events, queries
+from ..usage import quota
 
 from . import recording, scripts
 from .cancel_watch import cancel_watch
@@ -433,7 +434,7 @@ def admit_all(runs, now):
     shared = guards()
     for run in runs:
         run.holder = str(run.execution.id)
-    # 0. the monthly quota: past it, a plan that blocks skips the run (billing decides)
+    # 0. the monthly quota: past it, a plan that blocks skips the run
     runs = _within_quota(runs, now)
     # 1. overlap: a job whose previous run is still going is skipped
     forbid = [run for run in runs if run.job.overlap_policy == run.job.OverlapPolicy.FORBID]
@@ -518,11 +519,10 @@ def _within_host_rate(runs, shared, now):
 
 
 def _within_quota(runs, now):
-    over_quota, skip_reason = hooks.quota()  # billing's
-    refused = over_quota([(run.execution.organization_id, run.plan) for run in runs], now)
+    refused = quota.over_quota([(run.execution.organization_id, run.plan) for run in runs], now)
     for run, skip in zip(runs, refused):
         if skip:
-            recording.skip_running(run.execution, skip_reason, now)
+            recording.skip_running(run.execution, quota.SKIP_REASON, now)
     return [run for run, skip in zip(runs, refused) if not skip]
 
 

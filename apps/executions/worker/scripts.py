@@ -92,7 +92,7 @@ def execute(job, plan):
 
 
 def script_limits(plan):
-    """The sandbox limits of one script run on ``plan`` (its script_* fields, billing.Plan)."""
+    """The sandbox limits of one script run on ``plan`` (its script_* fields, plans.Plan)."""
     return Limits(wall_seconds=float(plan.script_wall_seconds), cpu_seconds=plan.script_cpu_seconds,
                   memory_bytes=plan.script_memory_mb << 20, max_processes=plan.script_max_processes,
                   output_bytes=plan.script_output_kib << 10, tmp_bytes=plan.script_tmp_mb << 20)

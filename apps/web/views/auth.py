@@ -14,8 +14,7 @@ from apps.api import ratelimit
 from apps.api.audit import client_ip
 from apps.accounts.services import record_audit
 from apps.accounts.models import Organization
-from apps.billing.models import Plan
-from apps.billing.plans import DEFAULT_PLAN_CODE
+from apps.plans.models import DEFAULT_PLAN_CODE, Plan
 from apps.projects.models import Project
 from apps.projects.provisioning import provision_tenant
 from cronsvc.schedules.describe import format_duration

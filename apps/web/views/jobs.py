@@ -42,7 +42,7 @@ from apps.jobs.schedule_serializers import NO_SCHEDULE_DESCRIPTION, SchedulePrev
 from apps.jobs.serializers import JobSerializer, plan_limit_error
 from apps.jobs.services import create_job, delete_job, pause_job, resume_job, update_job
 from apps.jobs.validation import PlanLimit
-from apps.billing.models import Plan
+from apps.plans.models import Plan
 from cronsvc.delivery.client import deliver
 from cronsvc.delivery.curl import curl_command
 from cronsvc.delivery.errors import InvalidRequest

@@ -385,7 +385,7 @@ def plan(request):
     organization = request.actor.organization
     plan = organization.plan
     jobs = job_count(organization.pk)
-    # Usage comes from the meter (apps.billing), not from counting executions: it counts
+    # Usage comes from the meter (apps.executions.usage), not from counting executions: it counts
     # every attempt, survives the retention purge and costs one row read.
     return render(request, "web/settings/plan.html", {
         "plan": plan, "jobs": jobs, **usage_context(request),

@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.accounts.models import DEFAULT_PLAN_CODE, plan_model
+from apps.plans.models import DEFAULT_PLAN_CODE, Plan
 from apps.projects.provisioning import provision_tenant
 
 
@@ -16,7 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("--password", default=None, help="Owner's password (new users only).")
 
     def handle(self, *args, org, email, plan, password, **options):
-        plans = plan_model().objects
+        plans = Plan.objects
         if not plans.filter(code=plan).exists():
             codes = ", ".join(plans.values_list("code", flat=True))
             raise CommandError(f"Unknown plan {plan!r}; choose one of: {codes}.")

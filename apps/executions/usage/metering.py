@@ -1,12 +1,15 @@
 """Usage metering: every attempt counts once into UsageMonth and UsageDay.
 
-Called from the executions app's outcome hook, inside the transaction that stores the
-attempts: a redelivered message that stores no new attempt counts nothing, and a rolled
-back recording takes its count with it. On PostgreSQL a group of outcomes costs two
-set-based upserts (``runs = runs + n``, atomic in the database, so concurrent workers never
-lose a count), sent like the recording's own statements (arrays, server-side binding),
-plus one insert only in the rare group that crosses a quota warning threshold. Rows are
-upserted in key order, so two workers metering the same organizations cannot deadlock.
+The first outcome hook (ExecutionsConfig.ready() registers it), so it runs inside the
+transaction that stores the attempts and a bug in it never stops the recording
+(apps.executions.hooks.run_outcome_hooks): a redelivered message that stores no new
+attempt counts nothing, and a rolled back recording takes its count with it. On
+PostgreSQL a group of outcomes costs two set-based upserts (``runs = runs + n``, atomic
+in the database, so concurrent workers never lose a count), sent like the recording's own
+statements (arrays, server-side binding); billing is then told each count before and after
+(``on_usage_metered``: one insert only in the rare group that crosses a quota warning
+threshold). Rows are upserted in key order, so two workers metering the same
+organizations cannot deadlock.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from datetime import date, timezone
 
 from django.db.models import F
 
+from apps.plans.models import Plan
 from apps.sql.modes import on_postgresql
 
+from ..hooks import usage_metered
+from ..models import UsageDay, UsageMonth
 from . import queries
-from .models import Plan, UsageDay, UsageMonth
-from .warnings import crossed_thresholds, warn_quota
 
 SUCCEEDED = "succeeded"
 
@@ -49,10 +53,8 @@ def meter_outcomes(outcomes):
     else:
         totals = _orm_add_months(months)
         _orm_add_days(_merge_days(days))
-    for org_id, month, runs, quota in totals:
-        added = months[(org_id, month)]
-        for threshold in crossed_thresholds(runs - added, runs, quota):
-            warn_quota(org_id, month, threshold, runs=runs, quota=quota)
+    usage_metered([(org_id, month, runs - months[(org_id, month)], runs, quota)
+                   for org_id, month, runs, quota in totals])
 
 
 def _succeeded(outcome):
@@ -106,8 +108,3 @@ def _orm_add_days(rows):
         UsageDay.objects.filter(organization_id=org, day=day).update(
             runs=F("runs") + runs, succeeded=F("succeeded") + ok, failed=F("failed") + failed)
 
-
-def month_runs(organization_id, month):
-    """Runs metered so far in ``month`` (its first day)."""
-    return (UsageMonth.objects.filter(organization_id=organization_id, month=month)
-            .values_list("runs", flat=True).first()) or 0

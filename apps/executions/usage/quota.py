@@ -11,8 +11,10 @@ shows them, so a blocked organization can overshoot its quota by at most that mu
 
 from __future__ import annotations
 
+from apps.plans.models import Plan
+
+from ..models import UsageMonth
 from .metering import month_start, utc_day
-from .models import Plan, UsageMonth
 
 SKIP_REASON = "quota_exceeded"
 

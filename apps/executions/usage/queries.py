@@ -1,19 +1,19 @@
-"""The billing app's hand-written SQL (PostgreSQL) and the cursors that run it: the usage
-counters' upserts (metering.py), each over arrays built from one column list
+"""The usage counters' and roll-ups' hand-written SQL (PostgreSQL) and the cursors that
+run it: the usage counters' upserts (metering.py), each over arrays built from one column list
 (apps.sql.bulk.Unnest), and the day's figures of the roll-ups (rollups.py). The logic
 around them, and the ORM paths of the embedded mode's SQLite, stay in those modules."""
 
 from django.db import connection
 
 from apps.accounts.models import Organization
-from apps.executions.lateness import lateness_ms_sql
-from apps.executions.models import Attempt, DeletedJob, Execution
+from apps.plans.models import Plan
 from apps.sql.bulk import Unnest, binding_cursor
 from cronsvc.statuses import FAILED
 
-from .models import Plan, UsageDay, UsageMonth
+from ..lateness import lateness_ms_sql
+from ..models import Attempt, DeletedJob, Execution, UsageDay, UsageMonth
 
-# --- metering (apps.billing.metering) ----------------------------------------------------
+# --- metering (metering.py) -------------------------------------------------------------
 
 #: Runs to add per (organization, month).
 MONTHS = Unnest([("org", "uuid"), ("month", "date"), ("n", "bigint")], placeholder="%s")
@@ -56,7 +56,7 @@ def add_days(rows):
         cursor.execute(ADD_DAYS, DAYS.params(rows))
 
 
-# --- roll-ups (apps.billing.rollups) -----------------------------------------------------
+# --- roll-ups (rollups.py) ---------------------------------------------------------------
 
 E, A, G = Execution._meta.db_table, Attempt._meta.db_table, DeletedJob._meta.db_table
 _FAILED = ", ".join(f"'{status}'" for status in sorted(FAILED))

@@ -17,13 +17,13 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from django.db import transaction
 
-from apps.executions.lateness import lateness_ms
-from apps.executions.models import Attempt, Execution
+from apps.accounts.models import Organization
 from apps.sql.modes import on_postgresql
 from cronsvc.statuses import FAILED
 
+from ..lateness import lateness_ms
+from ..models import Attempt, Execution, JobDayStats
 from . import queries
-from .models import JobDayStats
 
 S = Execution.Status
 STAT_FIELDS = ["organization", "runs", "succeeded", "failed", "skipped", "attempts",
@@ -41,8 +41,6 @@ def roll_up(day: date, *, organization=None, now=None):
     Returns how many rows were written. Organization by organization, so each query reads
     one range of the (organization, scheduled_for) index rather than the whole table."""
     if organization is None:
-        from apps.accounts.models import Organization
-
         return sum(roll_up(day, organization=org, now=now) for org in Organization.objects.order_by("id"))
     now = now or datetime.now(timezone.utc)
     if on_postgresql():

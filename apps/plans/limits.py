@@ -3,19 +3,25 @@
 A limit check takes the plan and the facts (counts, seconds) and raises PlanLimit, which
 the API answers with 402 ``plan_limit`` naming the limit and the cheapest plan that allows
 the request. Checks that need a job's schedule take a function ``too_frequent(min_interval)``
-returning the schedule error (or None), so billing needs no schedule math of its own.
+returning the schedule error (or None), so this app needs no schedule math of its own.
 
 ``job_violations`` applies the same checks to an existing job (a plan downgrade pauses the
 jobs it finds). The maximum concurrency is enforced by the workers' semaphore, and the
-monthly quota by the workers' admission (apps.billing.quota). The jobs app, below billing,
-reaches these checks through the hook billing registers (apps.jobs.hooks.on_plan_limits).
+monthly quota by the workers' admission (apps.executions.usage.quota).
 """
 
 from __future__ import annotations
 
-from apps.jobs.hooks import PlanLimit  # the refusal jobs catches, defined below billing
-
 from .models import Plan
+
+
+class PlanLimit(Exception):
+    """The refusal every check raises (HTTP 402 ``plan_limit``); jobs, monitors, the API
+    and the pages catch it."""
+
+    def __init__(self, *, limit, field, message, plan=None, reason=None):
+        super().__init__(message)
+        self.limit, self.field, self.message, self.plan, self.reason = limit, field, message, plan, reason
 
 
 def cheapest_plan(allows):
