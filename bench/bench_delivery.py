@@ -503,7 +503,7 @@ class WorkerConfig:
 
     def label(self):
         return (f"{self.pool}, concurrency {self.concurrency}, in-flight {self.inflight}, prefetch {self.prefetch}, "
-                f"handoff {procfile_handoff()} s, engine {os.environ.get('DELIVERY_ENGINE', 'asyncio')}")
+                f"handoff {procfile_handoff()} s")
 
 
 def start_workers(config, count, workdir, tag):

@@ -509,20 +509,16 @@ _check_outbound_settings()
 RESPONSE_BODY_MAX_BYTES = env_int("RESPONSE_BODY_MAX_BYTES", 16 * 1024)
 
 # --- Delivery (workers) ---
-# How a worker process sends its requests: "asyncio" (one event loop thread per process,
-# aiohttp, cronsvc/delivery/aio.py: thousands in flight for little CPU) or "threads" (the
-# earlier engine: a blocking urllib3 request per thread of a pool).
-DELIVERY_ENGINE = env_str("DELIVERY_ENGINE", "asyncio")
-if DELIVERY_ENGINE not in ("asyncio", "threads"):
-    raise ImproperlyConfigured(f"DELIVERY_ENGINE must be asyncio or threads, not {DELIVERY_ENGINE!r}")
-# The asyncio engine's event loop: uvloop (C, less CPU a request) or asyncio's own (the way
-# out should uvloop misbehave; bench/bench_delivery.py measures both bare loops).
+# A process sends its requests on one event loop thread with aiohttp
+# (cronsvc/delivery/aio.py: thousands in flight for little CPU); its event loop: uvloop (C,
+# less CPU a request) or asyncio's own (the way out should uvloop misbehave;
+# bench/bench_delivery.py measures both bare loops).
 DELIVERY_EVENT_LOOP = env_str("DELIVERY_EVENT_LOOP", "uvloop")
 if DELIVERY_EVENT_LOOP not in ("uvloop", "asyncio"):
     raise ImproperlyConfigured(f"DELIVERY_EVENT_LOOP must be uvloop or asyncio, not {DELIVERY_EVENT_LOOP!r}")
 # Deliveries one worker pool process (a prefork child) keeps in flight (requests on its
-# loop, or its HTTP threads); a task waits for free slots before it claims its runs.
-DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 1000 if DELIVERY_ENGINE == "asyncio" else 256)
+# loop); a task waits for free slots before it claims its runs.
+DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 1000)
 # Script jobs (apps/executions/worker/scripts.py): sandboxed runs one worker pool process keeps
 # going at once, on threads of their own (each blocks up to the plan's script wall time).
 SCRIPT_WORKERS = env_int("SCRIPT_WORKERS", 2)

@@ -1,6 +1,6 @@
 """Sending one message to one channel or subscription. Raises ``SendError`` on failure.
 
-HTTP goes through the engine's delivery client with the platform's outbound address
+HTTP goes through the engine's delivery loop with the platform's outbound address
 policy (the one runs use), so a channel URL can no more reach a private address than a
 job can. Webhook channels and event subscriptions are signed with Standard Webhooks.
 """
@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.mail import EmailMessage
 
-from cronsvc.delivery.client import deliver
 from cronsvc.delivery.request import PreparedDelivery
 from cronsvc.delivery.signing import signature_headers
 from cronsvc.notify import formats
@@ -64,7 +63,7 @@ def send_email(recipients, subject, text):
 
 
 def post_json(url, payload, *, secret=None, msg_id=None):
-    from apps.executions.worker.outbound import http_session, outbound_policy
+    from apps.executions.worker.outbound import send
 
     body = json.dumps(payload, separators=(",", ":"), default=str).encode()
     headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
@@ -73,7 +72,7 @@ def post_json(url, payload, *, secret=None, msg_id=None):
     prepared = PreparedDelivery(method="POST", url=url, headers=headers, body=body, connect_timeout=5.0,
                                 timeout=settings.NOTIFICATION_TIMEOUT_SECONDS, follow_redirects=False,
                                 max_redirects=0)
-    result = deliver(prepared, session=http_session(), policy=outbound_policy(), max_body_bytes=2048)
+    result = send(prepared, max_body_bytes=2048)
     if result.error_kind:
         raise SendError(f"{result.error_kind}: {_redact(result.error_message or '', url)}")
     if not 200 <= (result.status_code or 0) < 300:

@@ -2,14 +2,17 @@
 
 Free of Django on purpose, so the Celery task is thin glue and each piece is tested alone:
 
-- ``request``   what to send: the spec, header rules, the prepared request per attempt
+- ``request``   what to send: the spec, header rules, the prepared request per attempt,
+                each redirect hop's request
 - ``template``  body templates (``{{ job.name }}``), escaped per body format
 - ``signing``   Standard Webhooks signatures
 - ``guard``     which addresses may be reached (SSRF), enforced at socket-open time
-- ``transport`` the urllib3 connection classes that apply the guard and deadline
-- ``deadline``  the total deadline per delivery (a watchdog thread shuts sockets down)
-- ``client``    sending one delivery and reporting what happened, never raising
-- ``outcome``   success criteria and the classification of a result
+- ``aio``       the engine: sending one delivery (on an event loop, or from blocking code)
+                and reporting what happened, never raising
+- ``deadlines`` the total deadlines of a loop's deliveries, one timer a tick
+- ``cancellation`` a cancel asked for from another thread
+- ``transport`` guarded urllib3 connections for blocking HTTP outside deliveries (OIDC)
+- ``outcome``   what a delivery brought back, success criteria, the classification of a result
 - ``saferegex`` customer regexes searched in linear time
 - ``retry``     whether and when to try again
 - ``breaker``   per-host circuit breaker shared through Redis

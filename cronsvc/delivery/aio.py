@@ -1,16 +1,17 @@
-"""The asyncio side of delivery: ``deliver_async`` sends one prepared delivery on an
-event loop with aiohttp, with the same guarantees and the same ``DeliveryResult`` as the
-blocking ``client.deliver``.
+"""The delivery engine: ``deliver_async`` sends one prepared delivery on an event loop with
+aiohttp and reports what happened (``DeliveryResult``), never raising for network trouble;
+``deliver`` does the same for blocking code (a web view, a notification task), on the
+process's delivery loop (``loop_thread``) while the caller's thread waits.
 
-A worker process runs thousands of these at once on one loop (one thread), where the
+A worker process runs thousands of these at once on one loop (one thread), where a
 blocking client needs a thread per request in flight; a request then costs the worker less
-CPU (bench/README.md, "Figures behind the code"). What stays the same as the blocking client:
+CPU (bench/README.md, "Figures behind the code"). What every delivery gets:
 
 - The address guard binds at connect time: ``GuardedConnector`` filters the addresses the
   connector resolved (or the IP literal it was given) through the policy, and aiohttp
   connects only to those, so the address connected to is the address checked (no DNS
   rebinding). Every hop's URL also passes ``check_url``; redirects are followed here, by
-  hand, with the blocking client's rules (``client._redirected``).
+  hand, with the rules of ``request.redirected``.
 - A total deadline per delivery, a connect timeout, a capped body.
 - At most ``max_per_host`` requests in flight to one host (``HostQueue``): the others wait
   their turn in order, and a delivery's clock (its total deadline and its duration) starts
@@ -19,7 +20,9 @@ CPU (bench/README.md, "Figures behind the code"). What stays the same as the blo
   once for one slow host opened 3,000 connections and timed out half of them).
 - ``Cancellation.cancel()`` from another thread ends the delivery at once: the task is
   cancelled on its loop and its connection closed.
-- No environment proxies, no cookie jar, no ~/.netrc (aiohttp's ``trust_env=False``).
+- No environment proxies, no cookie jar, no ~/.netrc (aiohttp's ``trust_env=False``): a
+  multi-tenant sender must not send through a proxy the guard does not check, nor hand the
+  worker's credentials or one customer's cookies to another's endpoint.
 """
 
 from __future__ import annotations
@@ -40,12 +43,13 @@ import aiohttp
 import certifi
 
 from .breaker import host_key
-from .client import (CANCELLED, DEFAULT_MAX_BODY_BYTES, REDIRECT_STATUSES, DeliveryResult, _decode, _redirected,
-                     _with_defaults)
-from .deadline import Cancellation
+from .cancellation import Cancellation
 from .deadlines import TickDeadlines
 from .guard import AddressPolicy, ForbiddenTarget, _parse_ip, _refuse_address, check_url, is_forbidden_address
+from .outcome import CANCELLED, DeliveryResult
+from .request import REDIRECT_STATUSES, PreparedDelivery, redirected, with_default_headers
 
+DEFAULT_MAX_BODY_BYTES = 16384
 _READ_CHUNK = 65536
 # The hop being sent, so the connector can note what it connected to.
 _hop: contextvars.ContextVar[_AsyncScope | None] = contextvars.ContextVar("cronsvc_async_hop", default=None)
@@ -201,11 +205,13 @@ class HostQueue:
 class AsyncSession:
     """One per event loop: pooled keep-alive connections through a ``GuardedConnector``,
     at most ``max_per_host`` of them to one host (``HostQueue``). ``resolver``: aiohttp's
-    (a ``StaticResolver`` for benchmarks); the guard checks what it resolves."""
+    (a ``StaticResolver`` for benchmarks); the guard checks what it resolves. Made on its
+    loop's thread (``LoopThread.session``)."""
 
     def __init__(self, policy: AddressPolicy, *, limit: int = 0, ca_bundle: str | None = None,
                  max_per_host: int = 1000, resolver: aiohttp.abc.AbstractResolver | None = None) -> None:
         self.policy = policy
+        self.loop = asyncio.get_running_loop()  # made on its loop, used and closed there only
         self._deadlines: TickDeadlines | None = None
         self.hosts = HostQueue(max_per_host)
         # One SSL context for every connection (building one costs milliseconds).
@@ -293,8 +299,9 @@ async def deliver_async(
     cancellation: Cancellation | None = None,
 ) -> DeliveryResult:
     """Send ``prepared`` within its total timeout, counted from when its turn for the host
-    comes (``HostQueue``); map every failure to an error kind (as ``client.deliver``). Run
-    it as a task of the loop ``session`` belongs to."""
+    comes (``HostQueue``); map every failure to an error kind. Run it as a task of the loop
+    ``session`` belongs to. ``policy`` must be the one ``session`` was made with: it checks
+    each hop's URL here, the session's connector each connection's address."""
     scope = _AsyncScope(asyncio.get_running_loop(), asyncio.current_task())
     try:
         return await _deliver_in(scope, prepared, session, policy, max_body_bytes, now_fn, cancellation)
@@ -333,7 +340,7 @@ async def _deliver_in(scope, prepared, session, policy, max_body_bytes, now_fn, 
 
 async def _send(prepared, session, policy, scope, now_fn, max_body_bytes) -> DeliveryResult:
     method, url, body = prepared.method, prepared.url, prepared.body
-    headers = _with_defaults(prepared.headers)
+    headers = with_default_headers(prepared.headers)
     hops_left = prepared.max_redirects if prepared.follow_redirects else 0
     deadlines = session.deadlines(scope.loop)
     while True:
@@ -354,7 +361,7 @@ async def _send(prepared, session, policy, scope, now_fn, max_body_bytes) -> Del
             session.hosts.release(host)
         hops_left -= 1
         next_url = urljoin(url, location)
-        method, body, headers = _redirected(response.status, method, body, headers, url, next_url)
+        method, body, headers = redirected(response.status, method, body, headers, url, next_url)
         url = next_url
 
 
@@ -446,6 +453,33 @@ def _message(exc: BaseException) -> str:
     return text[:500] or type(exc).__name__
 
 
+def _decode(body: bytes, content_type: str) -> str:
+    charset = "utf-8"
+    for param in content_type.split(";")[1:]:
+        key, _, value = param.strip().partition("=")
+        if key.lower() == "charset" and value:
+            charset = value.strip('"')
+    try:
+        return body.decode(charset, errors="replace")
+    except LookupError:
+        return body.decode("utf-8", errors="replace")
+
+
+def deliver(
+    prepared: PreparedDelivery,
+    *,
+    session: AsyncSession,
+    policy: AddressPolicy,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    cancellation: Cancellation | None = None,
+) -> DeliveryResult:
+    """``deliver_async`` for blocking code: run on ``session``'s loop (another thread's)
+    while this thread waits for the result."""
+    return asyncio.run_coroutine_threadsafe(deliver_async(
+        prepared, session=session, policy=policy, max_body_bytes=max_body_bytes, cancellation=cancellation,
+    ), session.loop).result()
+
+
 EVENT_LOOPS = ("uvloop", "asyncio")
 
 
@@ -472,6 +506,8 @@ class LoopThread:
 
     def __init__(self, name: str = "delivery-loop", kind: str = "uvloop") -> None:
         self.loop = new_event_loop(kind)
+        self._sessions: dict[Any, AsyncSession] = {}
+        self._sessions_lock = threading.Lock()
         self._ready = threading.Event()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
@@ -490,6 +526,16 @@ class LoopThread:
         async def run():
             return fn()
         return self.submit(run()).result()
+
+    def session(self, key: Any, make: Callable[[], AsyncSession]) -> AsyncSession:
+        """The loop's session for ``key``, made by ``make()`` on the loop's thread the first
+        time and kept as long as the loop (from any thread but the loop's own). Never
+        dropped before: a session freed on another thread would free its connections'
+        uvloop transports there, a crash inside the running loop (like MagicStack/uvloop#706)."""
+        with self._sessions_lock:
+            if key not in self._sessions:
+                self._sessions[key] = self.call(make)
+            return self._sessions[key]
 
 
 _loop_threads: dict[int, LoopThread] = {}

@@ -348,14 +348,12 @@ def open_connection(
     policy: AddressPolicy,
     *,
     timeout: float | None,
-    deadline: float | None = None,
     family: int = socket.AF_UNSPEC,
     source_address: tuple[str, int] | None = None,
     socket_options: list | None = None,
 ) -> tuple[socket.socket, str]:
     """Resolve, keep only allowed addresses, connect; return the socket and the peer IP.
 
-    ``deadline`` (time.monotonic) bounds the whole attempt across several addresses.
     Raises ForbiddenTarget when no resolved address is allowed, socket.gaierror when the
     name does not resolve, OSError/TimeoutError when no allowed address accepts.
     """
@@ -372,7 +370,7 @@ def open_connection(
     error: OSError | None = None
     for af, socktype, proto, _, sockaddr in allowed:
         try:
-            sock = _connect(af, socktype, proto, sockaddr, _attempt_timeout(timeout, deadline),
+            sock = _connect(af, socktype, proto, sockaddr, timeout,
                             source_address, socket_options)
             return sock, sockaddr[0]
         except OSError as exc:
@@ -394,15 +392,6 @@ def _connect(af, socktype, proto, sockaddr, timeout, source_address, socket_opti
     except BaseException:
         sock.close()
         raise
-
-
-def _attempt_timeout(timeout: float | None, deadline: float | None) -> float | None:
-    if deadline is None:
-        return timeout
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError("delivery deadline passed before connecting")
-    return remaining if timeout is None else min(timeout, remaining)
 
 
 def _refuse_address(host: str, addr: IPAddress, policy: AddressPolicy) -> None:

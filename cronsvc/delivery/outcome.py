@@ -1,18 +1,20 @@
-"""Did a delivery succeed? Success criteria and the classification of a result."""
+"""What a delivery brought back (``DeliveryResult``) and whether it succeeded: success
+criteria and the classification of a result."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .client import DeliveryResult
 from .errors import InvalidRequest
 from .saferegex import compile_pattern
 
 MAX_BODY_CONTAINS = 1024
 
+# The error kind of a delivery ended on purpose while in flight (``Cancellation``).
+CANCELLED = "cancelled"
 # Error kinds, beyond the transport ones DeliveryResult reports
-# (timeout, connect_error, dns_error, tls_error, forbidden_target):
+# (timeout, connect_error, dns_error, tls_error, forbidden_target, cancelled):
 HTTP_3XX = "http_3xx"  # a redirect not followed (or too many) and not accepted
 HTTP_4XX = "http_4xx"
 HTTP_5XX = "http_5xx"
@@ -25,6 +27,19 @@ CIRCUIT_OPEN = "circuit_open"
 #: not made, the circuit was open. Every other attempt sent its request (a timeout waiting
 #: for the response, a 5xx, a cut connection after the request went out).
 NOT_SENT = frozenset({"forbidden_target", "invalid_request", "dns_error", "connect_error", "tls_error", CIRCUIT_OPEN})
+
+
+@dataclass(frozen=True)
+class DeliveryResult:
+    status_code: int | None
+    headers: dict[str, str]  # names lowercased
+    body_excerpt: str
+    body_truncated: bool
+    duration_ms: float
+    remote_addr: str | None
+    error_kind: str | None  # timeout | connect_error | dns_error | tls_error | forbidden_target | cancelled
+    error_message: str | None
+    final_url: str | None = field(default=None)  # after redirects
 
 
 def request_started(error_kind: str | None) -> bool:

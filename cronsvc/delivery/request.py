@@ -1,4 +1,5 @@
-"""What a job sends: the request spec, its validation, and the request prepared per attempt."""
+"""What a job sends: the request spec, its validation, the request prepared per attempt, and
+the request each hop sends (default headers, the redirect rules)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from . import signing
 from .errors import InvalidRequest
@@ -16,7 +18,7 @@ from .template import BODY_FORMATS, check_template, iso_utc, render_body
 __all__ = [
     "InvalidRequest", "RequestSpec", "PreparedDelivery", "STANDARD_VARIABLES",
     "validate_spec", "validate_headers", "render_body", "standard_variables",
-    "build_headers", "prepare",
+    "build_headers", "prepare", "REDIRECT_STATUSES", "with_default_headers", "redirected",
 ]
 
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"})
@@ -45,6 +47,9 @@ MAX_HEADER_VALUE = 8192
 MAX_BODY_CHARS = 65536
 MAX_TIMEOUT_SECONDS = 300.0
 MAX_REDIRECTS = 10
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# What a browser-like client sends unless the customer's headers say otherwise.
+DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # Printable ASCII and tab: CR/LF/NUL would split or end the header block, and non-ASCII
@@ -261,3 +266,34 @@ def prepare(
         connect_timeout=spec.connect_timeout, timeout=spec.timeout,
         follow_redirects=spec.follow_redirects, max_redirects=spec.max_redirects,
     )
+
+
+def with_default_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The first hop's headers: ``headers`` plus the ``DEFAULT_HEADERS`` they do not set."""
+    given = {name.lower() for name in headers}
+    merged = {name: value for name, value in DEFAULT_HEADERS.items() if name.lower() not in given}
+    merged.update(headers)
+    return merged
+
+
+def redirected(status: int, method: str, body: bytes, headers: dict[str, str],
+               old_url: str, new_url: str) -> tuple[str, bytes, dict[str, str]]:
+    """The next hop's method, body and headers, with the rules browsers and requests follow."""
+    headers = dict(headers)
+    if (status in (302, 303) and method != "HEAD") or (status == 301 and method == "POST"):
+        method, body = "GET", b""
+        _drop(headers, {"content-type"})
+    if _origin(old_url) != _origin(new_url):
+        # The customer's credentials are for the host they named, not wherever it points.
+        _drop(headers, {"authorization", "cookie"})
+    return method, body, headers
+
+
+def _drop(headers: dict[str, str], lowered_names: set[str]) -> None:
+    for name in [n for n in headers if n.lower() in lowered_names]:
+        del headers[name]
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.hostname, parts.port

@@ -1,4 +1,5 @@
-"""urllib3 plumbing: connections that pass the address guard and the deadline.
+"""urllib3 plumbing for blocking HTTP outside deliveries (OIDC discovery and token calls,
+``cronsvc.oidc``): connections that pass the address guard.
 
 ``guarded_pool_manager`` makes a urllib3 PoolManager whose pools build connections through
 ``guard.open_connection``: every new connection (first hop, redirect hop, reconnect after a
@@ -18,25 +19,20 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 from urllib3.util.connection import allowed_gai_family
 
-from .deadline import current_scope
-from .guard import AddressPolicy, ForbiddenTarget, open_connection
+from .guard import AddressPolicy, open_connection
 
 
 class _GuardedConnectionMixin:
-    """Overrides urllib3's socket opening; ``policy`` is bound per adapter (see below)."""
+    """Overrides urllib3's socket opening; ``policy`` is bound per pool manager (see below)."""
 
     policy: AddressPolicy
-    remote_addr: str | None = None
-    cronsvc_scope: Any = None
 
     def _new_conn(self) -> socket.socket:
-        scope = current_scope()
         timeout = self.timeout if isinstance(self.timeout, (int, float)) else None
         try:
-            sock, self.remote_addr = open_connection(
+            sock, _ = open_connection(
                 self._dns_host, self.port, self.policy,
                 timeout=timeout,
-                deadline=scope.deadline if scope else None,
                 family=allowed_gai_family(),
                 source_address=self.source_address,
                 socket_options=self.socket_options,
@@ -49,20 +45,7 @@ class _GuardedConnectionMixin:
             raise ConnectTimeoutError(self, f"Connection to {self.host} timed out") from exc
         except OSError as exc:
             raise NewConnectionError(self, f"Failed to establish a new connection: {exc}") from exc
-        if scope is not None:
-            scope.attach(self)  # before the TLS handshake, which a server can stall too
         return sock
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        if self.sock is None:
-            # http.client would connect lazily inside the send; connecting first keeps
-            # "could not connect" apart from "sent, then no answer".
-            self.connect()
-        scope = current_scope()
-        if scope is not None:
-            scope.attach(self)  # also a pooled connection starting new work
-            scope.request_started = True
-        super().request(*args, **kwargs)
 
 
 class GuardedHTTPConnection(_GuardedConnectionMixin, HTTPConnection):

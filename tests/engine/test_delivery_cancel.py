@@ -7,11 +7,13 @@ from datetime import datetime, timezone
 
 import pytest
 
-from cronsvc.delivery.client import deliver, make_session
-from cronsvc.delivery.deadline import Cancellation
+from cronsvc.delivery.aio import deliver
+from cronsvc.delivery.cancellation import Cancellation
 from cronsvc.delivery.guard import AddressPolicy
 from cronsvc.delivery.outcome import SuccessCriteria, classify
 from cronsvc.delivery.request import RequestSpec, prepare
+# The engine tests' sessions, closed on their loop's thread at the module's end.
+from tests.engine.test_delivery_aio import _close_sessions_on_their_loop, make_session  # noqa: F401
 from tests.support.processes import wait_for
 from tests.support.target import start_target
 

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from cronsvc.delivery.aio import AsyncSession, HostQueue, StaticResolver, deliver_async, hosts_file, loop_thread
-# The client tests' servers on 127.0.0.1 and 127.0.0.2 (module-scoped fixtures, one pair per module).
-from tests.engine.test_delivery_client import LOOPBACK, ONLY_127_0_0_2, prepared, server, server_two  # noqa: F401
+# The engine tests' servers on 127.0.0.1 and 127.0.0.2 (module-scoped fixtures, one pair per module).
+from tests.engine.test_delivery_aio import LOOPBACK, ONLY_127_0_0_2, prepared, server, server_two  # noqa: F401
 
 
 def deliver_all(session, policy, deliveries):

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cronsvc.delivery.client import DeliveryResult
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.outcome import (
+    DeliveryResult,
     SuccessCriteria,
     circuit_open,
     classify,

@@ -117,19 +117,14 @@ def channel_test(world, url):
     return _delivery_verdict(detail.partition(":")[0] if not detail.startswith("HTTP ") else None)
 
 
-def worker(engine):
-    def deliver(world, url):
-        world.settings.DELIVERY_ENGINE = engine
-        redis_client().delete("cronsvc:cb:" + host_key(url))  # a closed circuit, whatever came before
-        job = world.make_job(world.tenant, url=url)
-        execution = Execution.objects.create(job=job, organization=world.tenant.organization,
-                                             scheduled_for=timezone.now(), queue="q")
-        run_batch([execution.id])
-        execution.refresh_from_db()
-        return _delivery_verdict(execution.error_kind)
-
-    deliver.__name__ = f"worker_{engine}"
-    return deliver
+def worker(world, url):
+    redis_client().delete("cronsvc:cb:" + host_key(url))  # a closed circuit, whatever came before
+    job = world.make_job(world.tenant, url=url)
+    execution = Execution.objects.create(job=job, organization=world.tenant.organization,
+                                         scheduled_for=timezone.now(), queue="q")
+    run_batch([execution.id])
+    execution.refresh_from_db()
+    return _delivery_verdict(execution.error_kind)
 
 
 def _delivery_verdict(error_kind):
@@ -158,7 +153,7 @@ def sso_discovery(world, url):
     return "allowed"
 
 
-SURFACES = [job_save, worker("asyncio"), worker("threads"), channel_save, channel_test, egress_proxy, sso_discovery]
+SURFACES = [job_save, worker, channel_save, channel_test, egress_proxy, sso_discovery]
 
 
 @dataclass
@@ -166,12 +161,11 @@ class World:
     api: object
     tenant: object
     make_job: object
-    settings: object
 
 
 @pytest.fixture
-def world(api, tenant, make_job, settings):
-    return World(api, tenant, make_job, settings)
+def world(api, tenant, make_job):
+    return World(api, tenant, make_job)
 
 
 def apply(setting, settings, monkeypatch):

@@ -35,7 +35,7 @@ class ExecutionNotFinished(Conflict):
     default_code = "execution_not_finished"
 
 
-class ExecutionFinished(Conflict):
+class ExecutionAlreadyFinished(Conflict):
     default_code = "execution_finished"
 
     def __init__(self, execution):
@@ -189,7 +189,7 @@ class ExecutionViewSet(_ExecutionViews):
                 execution, by=cancelled_by(user=actor.user, api_key=actor.api_key),
                 on_cancel=lambda done: self.audit("execution.cancel", done, {"status_before": execution.status}))
         except cancelling.ExecutionFinished as exc:
-            raise ExecutionFinished(exc.execution) from None
+            raise ExecutionAlreadyFinished(exc.execution) from None
         return Response(ExecutionSerializer(execution).data)
 
 

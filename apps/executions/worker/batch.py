@@ -1,8 +1,9 @@
 """A worker's side of a run: claim a batch, admit each run, send, record.
 
-The HTTP requests of a batch run concurrently on a process-wide thread pool, so one slow
-endpoint never holds up the other runs of its batch; the database work stays on the
-task's own thread (a handful of connections per process, whatever the in-flight count).
+The HTTP requests of a batch run concurrently on the process's delivery loop (one event
+loop thread, cronsvc.delivery.aio), so one slow endpoint never holds up the other runs of
+its batch; the database work stays on the task's own thread (a handful of connections per
+process, whatever the in-flight count).
 
 The per-run costs that are not the request itself are paid once per batch or group
 (measured in bench/bench_delivery.py): one claim for the batch; the admission checks of
@@ -32,7 +33,6 @@ import queue
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
@@ -46,12 +46,11 @@ from django.utils import timezone
 import cronsvc
 from apps.jobs.validation import request_spec  # the one request spec (also the test run's)
 from apps.sql.modes import on_postgresql
-from cronsvc.delivery.aio import AsyncSession, StaticResolver, deliver_async, hosts_file, loop_thread
+from cronsvc.delivery.aio import deliver_async
 from cronsvc.delivery.breaker import COUNTED_FAILURES, host_key
-from cronsvc.delivery.client import CANCELLED, deliver
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.masking import masked
-from cronsvc.delivery.outcome import SuccessCriteria, circuit_open, classify, parse_status_codes
+from cronsvc.delivery.outcome import CANCELLED, SuccessCriteria, circuit_open, classify, parse_status_codes
 from cronsvc.delivery.request import PreparedDelivery, prepare, standard_variables
 from cronsvc.delivery.retry import RetryPolicy, next_delay, parse_retry_after, should_retry
 from cronsvc.delivery.template import UpstreamResult, WorkflowVariables, upstream_key
@@ -65,7 +64,7 @@ from .jobcache import JobCache
 from .leases import heartbeat
 from .logcontext import about_run, set_run
 from ..models import Execution
-from .outbound import guards, http_session, outbound_policy, wall_clock
+from .outbound import delivery_loop, guards, http_session, outbound_policy, wall_clock
 
 log = logging.getLogger("cronsvc.worker")
 
@@ -112,7 +111,7 @@ def run_batch(execution_ids, *, now=None):
     sent = 0
     while ids:
         # A slot per run before its claim: a claimed run is sent at once (its lease does
-        # not run out while it waits for a thread) and a process at DELIVERY_MAX_INFLIGHT
+        # not run out while it waits for a place) and a process at DELIVERY_MAX_INFLIGHT
         # claims nothing more until some finishes. Short of slots, the batch goes in parts.
         slots = capacity.take_up_to(len(ids))
         part, ids = ids[:slots], ids[slots:]
@@ -158,7 +157,7 @@ def record_finished(group, capacity):
         if exc is None:
             sent.append((run, result, finished_at))
         else:
-            # A bug, not a delivery failure (deliver() reports network trouble as a
+            # A bug, not a delivery failure (deliver_async() reports network trouble as a
             # result): the run stays ``running`` until its lease ends and the sweeper
             # hands it back; the others are still recorded.
             with about_run(run.execution):
@@ -198,44 +197,25 @@ class _Mailbox:
 
 
 def _start_sends(runs, mailbox):
-    """Send ``runs``, each result into ``mailbox``: on the process's event loop (one
-    call hands it the whole batch), or one thread per request (DELIVERY_ENGINE). Script
-    jobs run on the process's script threads instead (scripts.py)."""
+    """Send ``runs``, each result into ``mailbox``, on the process's delivery loop (one
+    call hands it the whole batch). Script jobs run on the process's script threads
+    instead (scripts.py)."""
     for run in [run for run in runs if scripts.is_script(run.job)]:
         scripts.pool().submit(_run_script_into, mailbox, run)
     runs = [run for run in runs if not scripts.is_script(run.job)]
-    if settings.DELIVERY_ENGINE == "threads":
-        executor = _executor()
-        for run in runs:
-            executor.submit(_send_into, mailbox, run)
-        return
-    engine = loop_thread(settings.DELIVERY_EVENT_LOOP)
-    engine.loop.call_soon_threadsafe(_create_send_tasks, engine, runs, mailbox)
+    session, policy, watch = http_session(), outbound_policy(), cancel_watch()
+    loop = delivery_loop().loop
+    loop.call_soon_threadsafe(_create_send_tasks, loop, runs, mailbox, session, policy, watch)
 
 
 _in_flight_tasks = set()  # the loop keeps only weak references to its tasks
 
 
-def _create_send_tasks(engine, runs, mailbox):
-    session, policy, watch = _async_session(engine), outbound_policy(), cancel_watch()
+def _create_send_tasks(loop, runs, mailbox, session, policy, watch):
     for run in runs:
-        task = engine.loop.create_task(_send_async(mailbox, run, session, policy, watch))
+        task = loop.create_task(_send_async(mailbox, run, session, policy, watch))
         _in_flight_tasks.add(task)
         task.add_done_callback(_in_flight_tasks.discard)
-
-
-def _async_session(engine):
-    """The loop's pooled aiohttp session (made on the loop's thread, on first use)."""
-    policy = outbound_policy()
-    sessions = engine.__dict__.setdefault("sessions", {})
-    # Keyed by every setting the session is built from, so a changed setting (a test's) gets its own.
-    key = (policy, settings.DELIVERY_MAX_CONNECTIONS_PER_HOST, settings.DELIVERY_CA_BUNDLE,
-           settings.DELIVERY_HOSTS_FILE)
-    if key not in sessions:
-        resolver = StaticResolver(hosts_file(settings.DELIVERY_HOSTS_FILE)) if settings.DELIVERY_HOSTS_FILE else None
-        sessions[key] = AsyncSession(policy, limit=0, ca_bundle=settings.DELIVERY_CA_BUNDLE or None,
-                                     max_per_host=settings.DELIVERY_MAX_CONNECTIONS_PER_HOST, resolver=resolver)
-    return sessions[key]
 
 
 async def _send_async(mailbox, run, session, policy, watch):
@@ -264,20 +244,6 @@ def _run_script_into(mailbox, run):
         mailbox.put((run, None, exc, None))
     else:
         mailbox.put((run, result, None, timezone.now()))
-
-
-def _send_into(mailbox, run):
-    set_run(run.execution)  # this thread's log lines name the run it sends
-    watch = cancel_watch()
-    try:
-        run.cancellation = watch.watch(run.execution.id, run.execution.job_id)
-        result = _send(run)
-    except BaseException as exc:  # noqa: BLE001 - handed to the recording thread, which logs it
-        mailbox.put((run, None, exc, None))
-    else:
-        mailbox.put((run, result, None, timezone.now()))
-    finally:
-        watch.forget(run.execution.id)
 
 
 def _next_group(results, pending, until=None):
@@ -587,11 +553,6 @@ def _with_upstream(execution, variables):
                                          for name, status, code, body in rows})
 
 
-def _send(run):
-    return deliver(run.prepared, session=http_session(), policy=outbound_policy(),
-                   max_body_bytes=settings.RESPONSE_BODY_MAX_BYTES, cancellation=run.cancellation)
-
-
 def record_group(sent, *, release=()):
     """Record the finished runs ``sent`` ([(run, DeliveryResult, finished at)]) together; then, in one
     Redis round trip, feed the circuit breakers with their results and give back the slots
@@ -706,7 +667,7 @@ def _settle(runs, successes, failures):
             run.job_locked = False
 
 
-_pool = {"pid": None, "executor": None, "capacity": None, "late": None, "jobs": None}
+_pool = {"pid": None, "capacity": None, "late": None, "jobs": None}
 _pool_lock = threading.Lock()
 
 
@@ -714,15 +675,10 @@ def _process_local(name, make):
     """One of each per process (made after a fork, never inherited from the parent)."""
     with _pool_lock:
         if _pool["pid"] != os.getpid():
-            _pool.update(pid=os.getpid(), executor=None, capacity=None, late=None, jobs=None)
+            _pool.update(pid=os.getpid(), capacity=None, late=None, jobs=None)
         if _pool[name] is None:
             _pool[name] = make()
         return _pool[name]
-
-
-def _executor():
-    return _process_local("executor", lambda: ThreadPoolExecutor(
-        max_workers=settings.DELIVERY_MAX_INFLIGHT, thread_name_prefix="delivery"))
 
 
 def _capacity():

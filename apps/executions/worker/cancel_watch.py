@@ -1,6 +1,6 @@
 """A worker process's watch for cancels of the runs it has in flight.
 
-Each run's request carries a ``Cancellation`` (cronsvc.delivery.deadline). While the
+Each run's request carries a ``Cancellation`` (cronsvc.delivery.cancellation). While the
 process has runs in flight, one thread asks every DELIVERY_CANCEL_CHECK_SECONDS which of
 them were cancelled (apps.executions.cancelling.raised: one Redis MGET) and cancels those
 requests, which shuts their connections down at once. While no flag was raised since its
@@ -16,7 +16,7 @@ import time
 
 from django.conf import settings
 
-from cronsvc.delivery.deadline import Cancellation
+from cronsvc.delivery.cancellation import Cancellation
 
 from ..cancelling import generation, raised
 from .logcontext import about_ids

@@ -2,7 +2,8 @@
 
 One of each per process, built on first use, so connections are pooled across runs. A
 forked process (a prefork pool's child) forgets its parent's and builds its own: pooled
-sockets shared by two processes would interleave their requests and answers.
+sockets shared by two processes would interleave their requests and answers. The web's
+test runs and the notifications send through the same session (``send``).
 
 A worker admits and settles the runs of a batch together: ``Guards``' ``*_many`` methods
 run the engine's Redis scripts (``cronsvc.delivery.limits`` and ``.breaker``) for every run
@@ -24,8 +25,8 @@ from django.conf import settings
 from cronsvc.delivery import breaker as breaker_scripts
 from cronsvc.delivery import guard
 from cronsvc.delivery import limits as limit_scripts
+from cronsvc.delivery.aio import AsyncSession, StaticResolver, deliver, hosts_file, loop_thread
 from cronsvc.delivery.breaker import CircuitBreaker, Decision
-from cronsvc.delivery.client import make_session
 from cronsvc.delivery.limits import LeaseSemaphore, TokenBucket, lease_key_ttl
 
 from ..shared_redis import redis_client
@@ -36,16 +37,29 @@ def outbound_policy():
     return guard.outbound_policy(settings)
 
 
-@lru_cache(maxsize=4)
-def _session(policy):
-    # As many pooled connections per host as deliveries in flight: a smaller pool makes
-    # every delivery past it to a busy host open a fresh connection and close it again.
-    return make_session(policy, pool_connections=200, pool_maxsize=settings.DELIVERY_MAX_INFLIGHT,
-                        ca_bundle=settings.DELIVERY_CA_BUNDLE or None)
+def delivery_loop():
+    """This process's event loop thread, where its requests are sent."""
+    return loop_thread(settings.DELIVERY_EVENT_LOOP)
 
 
 def http_session():
-    return _session(outbound_policy())
+    """The delivery loop's pooled session (made on the loop's thread, on first use), one
+    per combination of the settings it is built from, so a changed setting (a test's) gets
+    its own. Call it from any thread but the loop's."""
+    policy, hosts = outbound_policy(), settings.DELIVERY_HOSTS_FILE
+    max_per_host, ca_bundle = settings.DELIVERY_MAX_CONNECTIONS_PER_HOST, settings.DELIVERY_CA_BUNDLE or None
+
+    def make():
+        resolver = StaticResolver(hosts_file(hosts)) if hosts else None
+        return AsyncSession(policy, limit=0, ca_bundle=ca_bundle, max_per_host=max_per_host, resolver=resolver)
+
+    return delivery_loop().session((policy, max_per_host, ca_bundle, hosts), make)
+
+
+def send(prepared, *, max_body_bytes):
+    """Send ``prepared`` from blocking code (a web view, a notification task) on this
+    process's delivery loop, under the one outbound policy, and wait for its result."""
+    return deliver(prepared, session=http_session(), policy=outbound_policy(), max_body_bytes=max_body_bytes)
 
 
 class Guards:
@@ -264,11 +278,11 @@ def wall_clock():
 
 
 def _forget_parent_clients():
-    """In a forked child: drop the parent's HTTP pools and guards (each is
-    built again on first use). The parent's sockets are only dereferenced here, never shut
-    down, so the parent keeps using them."""
-    for cached in (_session, guards):
-        cached.cache_clear()
+    """In a forked child: drop the parent's guards (built again on first use; the parent's
+    delivery loop and its pooled sessions are dropped by ``cronsvc.delivery.aio``). The
+    parent's sockets are only dereferenced here, never shut down, so the parent keeps
+    using them."""
+    guards.cache_clear()
 
 
 os.register_at_fork(after_in_child=_forget_parent_clients)

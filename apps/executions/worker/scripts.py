@@ -15,8 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 
-from cronsvc.delivery.client import DeliveryResult
-from cronsvc.delivery.outcome import Outcome
+from cronsvc.delivery.outcome import DeliveryResult, Outcome
 from cronsvc.sandbox import (EgressRules, Language, Limits, Network, Reason, SandboxFailed, SandboxUnavailable, Script,
                              ScriptRejected, run_script, sandbox_available)
 

@@ -30,7 +30,7 @@ from apps.executions.lateness import lateness_seconds, with_first_start
 from apps.notifications.dispatch import mail_configured, unheard_projects
 from apps.executions.history import stats
 from apps.executions.models import Execution
-from apps.executions.worker.outbound import http_session, outbound_policy
+from apps.executions.worker.outbound import send
 from apps.executions.scheduling.triggers import trigger_now
 from apps.jobs import forms as job_forms
 from apps.jobs.api import JobFilter, runs_payload, validate_preview
@@ -43,7 +43,6 @@ from apps.jobs.serializers import JobSerializer, plan_limit_error
 from apps.jobs.services import create_job, delete_job, pause_job, resume_job, update_job
 from apps.jobs.validation import PlanLimit
 from apps.plans.models import Plan
-from cronsvc.delivery.client import deliver
 from cronsvc.delivery.curl import curl_command
 from cronsvc.delivery.errors import InvalidRequest
 from cronsvc.delivery.masking import masked
@@ -336,8 +335,7 @@ def send_test_request(job):
         )
     except InvalidRequest as exc:
         return {"invalid": exc.message}
-    result = deliver(prepared, session=http_session(), policy=outbound_policy(),
-                     max_body_bytes=settings.RESPONSE_BODY_MAX_BYTES)
+    result = send(prepared, max_body_bytes=settings.RESPONSE_BODY_MAX_BYTES)
     outcome = classify(result, success_criteria(job))
     return {
         "succeeded": outcome.succeeded, "error_kind": outcome.error_kind, "message": outcome.message,
