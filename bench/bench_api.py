@@ -318,7 +318,8 @@ def request_costs(key, context, org, repeat=20):
 
     # One access-log line per request would bury the table (and cost CPU it then counts).
     access_log = logging.getLogger("cronsvc.access")
-    level, access_log.level = access_log.level, logging.WARNING
+    level = access_log.level
+    access_log.setLevel(logging.WARNING)  # setLevel: it also clears logging's per-logger cache
     try:
         return _request_costs(send, context, org, repeat)
     finally:

@@ -67,7 +67,7 @@ def one_pass(tenant, jobs, runs, stream_on):
     for start in range(0, runs, GROUP):
         claimed += batch.claim(ids[start:start + GROUP], now)
     claim_us = (time.perf_counter() - started) / runs * 1e6
-    results = [recording.Result(
+    results = [recording.FinishedAttempt(
         execution=execution, status="succeeded", next_attempt_at=None, auto_disable_after=0,
         attempt=recording.AttemptValues(
             number=1, started_at=now, finished_at=now, duration_ms=12, request_method="GET",

@@ -281,7 +281,7 @@ def recording_cost(rows, batch, rounds):
             response_headers={}, response_body=("<html><h1>503 Service Temporarily Unavailable</h1> nginx "
                                                 f"request {i} {run.id}</html>"), remote_addr="203.0.113.7",
             outcome="failed", error_kind="http_5xx", error_message="HTTP 503")
-        return recording.Result(execution=run, attempt=attempt, status="failed", next_attempt_at=None,
+        return recording.FinishedAttempt(execution=run, attempt=attempt, status="failed", next_attempt_at=None,
                                 auto_disable_after=0)
 
     results = [result(run, i) for i, run in enumerate(runs)]

@@ -7,8 +7,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from apps.accounts.admin_helpers import CappedCountPaginator
-from apps.executions.admin import ReadOnlyAdmin
+from apps.accounts.admin_helpers import CappedCountPaginator, ReadOnlyAdmin
 
 from .downloads import ArchivesUnavailable, archive_response
 from .models import Archive

@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 
+from apps.accounts.admin_helpers import ReadOnlyAdmin
 from apps.executions.models import UsageMonth
 from apps.plans.models import Plan
 
@@ -25,20 +26,16 @@ class PlanAdmin(admin.ModelAdmin):
         self.message_user(request, f"{paused} jobs paused, {resumed} resumed.", messages.SUCCESS)
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Written by the platform only; big tables list without exact counts."""
+class DeletableReadOnlyAdmin(ReadOnlyAdmin):
+    """Written by the platform only, but an operator may delete rows (a test organization's
+    statements, a warning to send again)."""
 
-    show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    def has_delete_permission(self, request, obj=None):
+        return admin.ModelAdmin.has_delete_permission(self, request, obj)
 
 
 @admin.register(Statement)
-class StatementAdmin(ReadOnlyAdmin):
+class StatementAdmin(DeletableReadOnlyAdmin):
     list_display = ["period", "organization", "plan_code", "runs", "overage_runs", "total_cents", "provider_reference",
                     "created_at"]
     list_filter = ["period", "plan_code"]
@@ -48,7 +45,7 @@ class StatementAdmin(ReadOnlyAdmin):
 
 
 @admin.register(UsageMonth)
-class UsageMonthAdmin(ReadOnlyAdmin):
+class UsageMonthAdmin(DeletableReadOnlyAdmin):
     list_display = ["month", "organization", "runs", "quota", "updated_at"]
     list_filter = ["month"]
     search_fields = ["organization__name", "organization__slug"]
@@ -56,7 +53,7 @@ class UsageMonthAdmin(ReadOnlyAdmin):
 
 
 @admin.register(QuotaWarning)
-class QuotaWarningAdmin(ReadOnlyAdmin):
+class QuotaWarningAdmin(DeletableReadOnlyAdmin):
     list_display = ["month", "organization", "threshold", "runs", "quota", "created_at"]
     list_filter = ["month", "threshold"]
     list_select_related = ["organization"]

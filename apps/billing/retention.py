@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class PurgeReport:
+class RetentionReport:
     executions: int = 0
     batches: int = 0
     rolled_up_days: int = 0
@@ -44,9 +44,9 @@ class PurgeReport:
 
 
 def purge_expired(*, now, batch_size=None, organizations=None):
-    """Purge every organization's expired executions. Returns a PurgeReport."""
+    """Purge every organization's expired executions. Returns a RetentionReport."""
     batch_size = max(1, batch_size or settings.RETENTION_BATCH_SIZE)
-    report = PurgeReport()
+    report = RetentionReport()
     store = archive_store()
     queryset = organizations if organizations is not None else Organization.objects.select_related("plan")
     for organization in queryset.order_by("id"):

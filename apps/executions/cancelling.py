@@ -19,7 +19,7 @@ from django.utils import timezone
 from apps.eventstream import outbox
 
 from . import events
-from .hooks import Outcome, run_outcome_hooks
+from .hooks import RunOutcome, run_outcome_hooks
 from .models import Execution
 from .shared_redis import redis_client
 
@@ -65,7 +65,7 @@ def cancel(execution, *, by, now=None, on_cancel=None):
                 return execution
             raise ExecutionFinished(execution)
         events.changed([execution], S.CANCELLED, previous, now)
-        run_outcome_hooks([Outcome(execution_id=execution.pk, job_id=execution.job_id,
+        run_outcome_hooks([RunOutcome(execution_id=execution.pk, job_id=execution.job_id,
                                    organization_id=execution.organization_id, status=S.CANCELLED,
                                    finished_at=now)])
         if on_cancel is not None:

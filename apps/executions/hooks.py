@@ -9,7 +9,7 @@ raises is logged and counted and undoes only its own writes: ``run_outcome_hooks
 the apps register from their ``AppConfig.ready()``. The executions app imports none of
 them, and a hook sees only the plain facts below.
 
-A hook is called with a list of ``Outcome`` (possibly many, when a worker records a group)
+A hook is called with a list of ``RunOutcome`` (possibly many, when a worker records a group)
 after the executions and the jobs' health have been updated, inside the transaction. It
 must not call the network: anything that leaves the process goes through an outbox row
 that a task sends after commit.
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RunOutcome:
     """One run moved on. ``status`` is the execution's new status (``queued`` means a retry
     waits until ``next_attempt_at``). ``attempt_number`` is the attempt just recorded, or
     None when no request was made (skipped, failed before sending). ``attempt_counted`` is

@@ -11,7 +11,9 @@ from .models import JobVersion
 NUMBER = r"versions/(?P<number>[0-9]{1,9})"
 
 
-class VersionConflict(Conflict):
+class VersionConflictResponse(Conflict):
+    """The API's 409 for versions.VersionConflict."""
+
     default_code = "version_conflict"
 
 

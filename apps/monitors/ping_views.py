@@ -77,7 +77,7 @@ def answer(*, method, ping_id, action, rid, read_body, remote_addr, user_agent):
     outcome = pings.record(target, ping_input, now, minute_hits=hits)
     if outcome is None:
         return _error(404, "not_found", "No monitor has this ping URL.")
-    if isinstance(outcome, pings.Refusal):
+    if isinstance(outcome, pings.PingRefusal):
         return _refusal(outcome, target)
     return Answer(200)
 

@@ -51,7 +51,7 @@ class PingResult:
 
 
 @dataclass(frozen=True)
-class Refusal:
+class PingRefusal:
     code: str  # organization_suspended | ping_quota_exceeded | ping_rate_limited
     per_minute: int
     per_month: int
@@ -88,7 +88,7 @@ def changes_state(kind, state):
 
 
 def record(target, ping, now, *, minute_hits=0):
-    """Store ``ping`` for ``target`` at ``now`` (UTC); returns the PingResult, a Refusal
+    """Store ``ping`` for ``target`` at ``now`` (UTC); returns the PingResult, a PingRefusal
     (the plan's limits; ``minute_hits``: the organization's pings this minute, counted by
     the caller), or None when the monitor was deleted meanwhile.
 
@@ -110,7 +110,7 @@ def record(target, ping, now, *, minute_hits=0):
         targets.forget(ping_id)
         return None
     if row[3] is not None:
-        return Refusal(row[3], per_minute=row[4], per_month=row[5])
+        return PingRefusal(row[3], per_minute=row[4], per_month=row[5])
     usage.count(target.organization_id, month_of(now), quota=row[6])
     metrics.PINGS.labels(ping.kind).inc()
     targets.put(ping_id, target._replace(state=result.new_state))

@@ -56,7 +56,7 @@ def test_a_running_run_cancelled_is_not_overwritten_by_its_worker(api, tenant, m
         number=1, started_at=now, finished_at=now, duration_ms=5, request_method="GET", request_url="https://x/",
         request_headers={}, request_body="", response_status=None, response_headers={}, response_body="",
         remote_addr="", outcome="cancelled", error_kind="cancelled", error_message="closed")
-    recording.record_attempts([recording.Result(execution=execution, attempt=attempt, status="cancelled",
+    recording.record_attempts([recording.FinishedAttempt(execution=execution, attempt=attempt, status="cancelled",
                                                 next_attempt_at=None, auto_disable_after=5)])
     execution.refresh_from_db()
     assert execution.status == "cancelled" and execution.next_attempt_at is None

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from apps.billing.models import QuotaWarning
-from apps.executions.hooks import Outcome
+from apps.executions.hooks import RunOutcome
 from apps.executions.models import Attempt, Execution, UsageDay, UsageMonth
 from apps.executions.usage.metering import meter_outcomes
 from apps.executions.worker.batch import run_batch
@@ -18,7 +18,7 @@ _seconds = itertools.count(1)
 
 
 def outcome(tenant, finished_at, status="succeeded", counted=True):
-    return Outcome(execution_id=None, job_id=None, organization_id=tenant.organization.id, status=status,
+    return RunOutcome(execution_id=None, job_id=None, organization_id=tenant.organization.id, status=status,
                    finished_at=finished_at, attempt_number=1 if counted else None, attempt_counted=counted)
 
 
@@ -119,6 +119,6 @@ def test_an_attempt_stored_after_its_lease_was_lost_counts_by_its_own_result(ten
     when = utc(2030, 5, 2, 8, 0)
     stray = dict(organization_id=tenant.organization.id, execution_id=None, job_id=None, finished_at=when,
                  attempt_number=1, attempt_counted=True, status="running", moved=False)
-    meter_outcomes([Outcome(**stray), Outcome(**stray, error_kind="timeout")])
+    meter_outcomes([RunOutcome(**stray), RunOutcome(**stray, error_kind="timeout")])
     day = UsageDay.objects.get(organization=tenant.organization, day=date(2030, 5, 2))
     assert (day.runs, day.succeeded, day.failed) == (2, 1, 1)

@@ -15,7 +15,7 @@ from apps.executions import cancelling, hooks, purging
 from apps.executions.models import Attempt, Execution, UsageMonth
 from apps.executions.scheduling import sweeper
 from apps.executions.worker import cancel_watch, batch, recording
-from apps.executions.worker.leases import Heartbeat
+from apps.executions.worker.leases import LeaseRenewer
 
 _seconds = itertools.count(1)
 
@@ -37,7 +37,7 @@ def result(execution, status, number=1, **attempt):
         remote_addr="127.0.0.1", outcome="succeeded" if succeeded else "failed",
         error_kind="" if succeeded else "http_5xx", error_message="" if succeeded else "HTTP 500")
     values.update(attempt)
-    return recording.Result(execution=execution, status=status, next_attempt_at=None, auto_disable_after=3,
+    return recording.FinishedAttempt(execution=execution, status=status, next_attempt_at=None, auto_disable_after=3,
                             attempt=recording.AttemptValues(**values))
 
 
@@ -148,7 +148,7 @@ def test_the_heartbeat_renews_only_the_leases_its_process_still_holds(tenant, ma
     job = make_job(tenant)
     kept, taken = queued(tenant, job), queued(tenant, job)
     claimed = batch.claim([kept.id, taken.id])
-    heart = Heartbeat(lease_seconds=30, thread=False)
+    heart = LeaseRenewer(lease_seconds=30, thread=False)
     heart.hold(claimed)
     for execution in claimed:
         expire(execution)

@@ -32,7 +32,7 @@ def running(tenant, job):
 def result(execution, status, number=1):
     now = timezone.now()
     succeeded = status == "succeeded"
-    return recording.Result(
+    return recording.FinishedAttempt(
         execution=execution, status=status, next_attempt_at=None, auto_disable_after=3,
         attempt=recording.AttemptValues(
             number=number, started_at=now, finished_at=now, duration_ms=5, request_method="GET",

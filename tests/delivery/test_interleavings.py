@@ -3,7 +3,7 @@
 
 Worker threads (each standing for a worker process: its own heartbeat, which stops while
 the worker stalls past its lease), a sweeper thread, a deleter and a canceller run the
-real statements — the claim (queries.CLAIM), the heartbeat (leases.Heartbeat), the fenced
+real statements — the claim (queries.CLAIM), the heartbeat (leases.LeaseRenewer), the fenced
 recording (recording.record_attempts), the sweeper's take-back and due-retry publishing,
 job deletion and cancel — with random pauses between them, over thousands of runs. The
 "broker" is a shared list (duplicates allowed, as with a real one); the "target" records
@@ -34,7 +34,7 @@ import cronsvc
 from apps.executions import cancelling, purging, queries
 from apps.executions.worker import batch, recording
 from apps.executions.scheduling import sweeper
-from apps.executions.worker.leases import Heartbeat
+from apps.executions.worker.leases import LeaseRenewer
 from apps.executions.models import Attempt, Execution
 from cronsvc.delivery.request import prepare
 
@@ -89,7 +89,7 @@ def _lease_ends(ids_tokens):
 
 def _result(execution, number, status, finished, retry_in=None):
     ok = status == "succeeded"
-    return recording.Result(
+    return recording.FinishedAttempt(
         execution=execution, status=status, auto_disable_after=0,
         next_attempt_at=finished + timedelta(seconds=retry_in) if retry_in is not None else None,
         attempt=recording.AttemptValues(
@@ -112,7 +112,7 @@ def _stall_until_taken_over(claimed, rng):
 
 def worker(world, number, jobs):
     rng = random.Random(SEED * 100 + number)
-    heart = Heartbeat(LEASE, thread=False)
+    heart = LeaseRenewer(LEASE, thread=False)
     width = len(queries.CLAIMED_COLUMNS)
     try:
         while not world.stop.is_set():

@@ -6,7 +6,7 @@ from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from apps.executions import hooks
-from apps.executions.hooks import Outcome, run_outcome_hooks
+from apps.executions.hooks import RunOutcome, run_outcome_hooks
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +34,7 @@ def write(name):
 
 
 def outcome():
-    return Outcome(execution_id=1, job_id=1, organization_id=1, status="succeeded", finished_at=timezone.now())
+    return RunOutcome(execution_id=1, job_id=1, organization_id=1, status="succeeded", finished_at=timezone.now())
 
 
 def test_a_raising_hook_undoes_only_its_own_writes_and_is_counted(probe, monkeypatch, caplog):

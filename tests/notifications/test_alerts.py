@@ -4,7 +4,7 @@
 import pytest
 from django.utils import timezone
 
-from apps.executions.hooks import Outcome
+from apps.executions.hooks import RunOutcome
 from apps.notifications.alerts import on_run_outcomes
 from apps.notifications.models import AlertState, Notification, OutboxEvent
 from apps.notifications.services import set_rule
@@ -114,7 +114,7 @@ def test_channels_hear_only_the_events_they_accept(tenant, make_channel, failing
 
 def test_nobody_listening_costs_one_query(tenant, make_job, django_assert_num_queries):
     job = make_job(tenant)
-    outcomes = [Outcome(execution_id=None, job_id=job.id, organization_id=tenant.organization.id, status="failed",
+    outcomes = [RunOutcome(execution_id=None, job_id=job.id, organization_id=tenant.organization.id, status="failed",
                         finished_at=timezone.now()) for _ in range(200)]
     with django_assert_num_queries(1):
         on_run_outcomes(outcomes)

@@ -5,7 +5,7 @@ import pytest
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, Histogram
 
-from apps.executions.hooks import Outcome
+from apps.executions.hooks import RunOutcome
 from apps.executions.shared_redis import redis_client
 from apps.observability import metrics
 from apps.observability.outcomes import on_outcomes
@@ -68,10 +68,10 @@ def test_request_latency_is_labelled_by_route_name_and_status(client, metrics_op
 def test_outcomes_count_only_once_committed(django_capture_on_commit_callbacks, client, metrics_open):
     now = timezone.now()
     outcomes = [
-        Outcome(1, 1, 1, "succeeded", now, attempt_number=1, attempt_counted=True, duration_ms=120),
-        Outcome(2, 1, 1, "queued", now, attempt_number=1, attempt_counted=True, error_kind="http_status", duration_ms=30),
-        Outcome(3, 1, 1, "dead", now, attempt_number=3, attempt_counted=True, error_kind="timeout", duration_ms=5000),
-        Outcome(4, 1, 1, "running", now, attempt_number=2, attempt_counted=True, moved=False, duration_ms=10),
+        RunOutcome(1, 1, 1, "succeeded", now, attempt_number=1, attempt_counted=True, duration_ms=120),
+        RunOutcome(2, 1, 1, "queued", now, attempt_number=1, attempt_counted=True, error_kind="http_status", duration_ms=30),
+        RunOutcome(3, 1, 1, "dead", now, attempt_number=3, attempt_counted=True, error_kind="timeout", duration_ms=5000),
+        RunOutcome(4, 1, 1, "running", now, attempt_number=2, attempt_counted=True, moved=False, duration_ms=10),
     ]
     before = scrape(client)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:

@@ -37,7 +37,7 @@ def finish(execution, status, *, response_status=200, body="", now=None):
         request_url="https://example.com/hook", request_headers={}, request_body="",
         response_status=response_status, response_headers={}, response_body=body, remote_addr="",
         outcome="succeeded" if status == "succeeded" else "failed", error_kind="", error_message="")
-    recording.record_attempts([recording.Result(execution=execution, attempt=attempt, status=status,
+    recording.record_attempts([recording.FinishedAttempt(execution=execution, attempt=attempt, status=status,
                                                 next_attempt_at=None, auto_disable_after=1000)])
     return Execution.objects.get(id=execution.id)
 

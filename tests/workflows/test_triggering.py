@@ -5,7 +5,7 @@ import pytest
 from django.utils import timezone
 
 from apps.executions.worker import batch
-from apps.executions.hooks import Outcome
+from apps.executions.hooks import RunOutcome
 from apps.executions.models import Execution
 from apps.executions.scheduling.triggers import trigger_now
 from apps.workflows.triggering import start_downstream
@@ -136,7 +136,7 @@ def test_a_retry_pending_decides_nothing(tenant, chain):
 def test_jobs_without_downstream_are_left_alone(tenant, make_job, django_assert_num_queries):
     job = make_job(tenant)
     execution = trigger_now(job)
-    outcome = Outcome(execution_id=execution.id, job_id=job.id, organization_id=job.organization_id,
+    outcome = RunOutcome(execution_id=execution.id, job_id=job.id, organization_id=job.organization_id,
                       status="succeeded", finished_at=timezone.now())
     with django_assert_num_queries(0):  # the one statement goes through psycopg directly, uncounted
         start_downstream([outcome] * 50)

@@ -32,7 +32,7 @@ from apps.jobs.schedule_serializers import NO_SCHEDULE_DESCRIPTION, NextRunsQuer
 from apps.jobs.scheduling import job_schedule
 from apps.jobs.serializers import JobSerializer, refusals_as_errors
 from apps.jobs.services import create_job, delete_job, pause_job, resume_job, rollback_job, update_job
-from apps.jobs.versions_api import (NUMBER, JobVersionDetailSerializer, JobVersionSerializer, VersionConflict,
+from apps.jobs.versions_api import (NUMBER, JobVersionDetailSerializer, JobVersionSerializer, VersionConflictResponse,
                                     version_of, versions_of)
 from apps.jobs.windowing import job_next_runs
 
@@ -222,7 +222,7 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
             with refusals_as_errors():
                 new = rollback_job(job, version, actor=self.actor, audit=self.audit)
         except versions.VersionConflict as exc:
-            raise VersionConflict(exc.message) from None
+            raise VersionConflictResponse(exc.message) from None
         current = new or version_of(job, job.version)
         return Response(JobVersionDetailSerializer(current).data,
                         status=status.HTTP_201_CREATED if new else status.HTTP_200_OK)

@@ -31,7 +31,7 @@ from apps.eventstream import outbox
 from apps.sql.modes import on_postgresql
 
 from .. import events, queries
-from ..hooks import Outcome, run_outcome_hooks
+from ..hooks import RunOutcome, run_outcome_hooks
 from ..models import Execution
 
 log = logging.getLogger("cronsvc.scheduler")
@@ -126,6 +126,6 @@ def _fail_lost(failing, now, max_reclaims):
     if outbox.enabled():
         events.changed(Execution.objects.filter(id__in=ids).select_related("job"), FAILED, RUNNING, now,
                        error_kind=LEASE_LOST)
-    run_outcome_hooks([Outcome(execution_id=execution_id, job_id=job_id, organization_id=organization_id,
+    run_outcome_hooks([RunOutcome(execution_id=execution_id, job_id=job_id, organization_id=organization_id,
                                status=FAILED, finished_at=now, error_kind=LEASE_LOST, error_message=message)
                        for execution_id, job_id, organization_id in failing])

@@ -584,7 +584,7 @@ def _record(sent, successes, failures):
         if cancelled:
             status, next_attempt_at = S.CANCELLED, None
         prepared = run.prepared or _NO_REQUEST
-        results.append(recording.Result(
+        results.append(recording.FinishedAttempt(
             execution=run.execution, status=status, next_attempt_at=next_attempt_at,
             auto_disable_after=plan.auto_disable_after_failures,
             attempt=recording.AttemptValues(

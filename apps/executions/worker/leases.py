@@ -30,7 +30,7 @@ from ..models import Execution
 log = logging.getLogger("cronsvc.worker")
 
 
-class Heartbeat:
+class LeaseRenewer:
     def __init__(self, lease_seconds, *, thread=True):
         """``thread=False``: no thread of its own; the caller calls ``beat`` (tests)."""
         self.lease_seconds = lease_seconds
@@ -112,5 +112,5 @@ def heartbeat():
     """The process's heartbeat (a forked child makes its own: threads do not survive a fork)."""
     with _lock:
         if _heartbeat["pid"] != os.getpid():
-            _heartbeat.update(pid=os.getpid(), heartbeat=Heartbeat(settings.LEASE_SECONDS))
+            _heartbeat.update(pid=os.getpid(), heartbeat=LeaseRenewer(settings.LEASE_SECONDS))
         return _heartbeat["heartbeat"]

@@ -30,7 +30,7 @@ from cronsvc.statuses import CANCELLED
 from .. import events, queries
 
 from . import scripts
-from ..hooks import Outcome, run_outcome_hooks
+from ..hooks import RunOutcome, run_outcome_hooks
 from .logcontext import about_run
 from ..models import Attempt, Execution
 
@@ -65,7 +65,7 @@ class AttemptValues:
 
 
 @dataclass
-class Result:
+class FinishedAttempt:
     """A finished attempt and what it does to its execution (``status``: the new status,
     ``queued`` for a retry waiting until ``next_attempt_at``)."""
 
@@ -191,7 +191,7 @@ def _retry_in(result):
 def _outcome(result, *, moved=True):
     a = result.attempt
     execution = result.execution
-    return Outcome(
+    return RunOutcome(
         execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
         status=result.status if moved else S.RUNNING, finished_at=a.finished_at, attempt_number=a.number,
         attempt_counted=metered(a), error_kind=a.error_kind, error_message=a.error_message,
@@ -262,7 +262,7 @@ def record_attempt(execution, *, attempt, status, next_attempt_at, auto_disable_
                            reason="retry" if status == S.QUEUED else "", error_kind=attempt.error_kind or None,
                            response_status=attempt.response_status, duration_ms=attempt.duration_ms,
                            next_attempt_at=next_attempt_at)
-        run_outcome_hooks([Outcome(
+        run_outcome_hooks([RunOutcome(
             execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
             status=status if changed else S.RUNNING, finished_at=attempt.finished_at,
             attempt_number=attempt.number, attempt_counted=metered(attempt), error_kind=attempt.error_kind,
@@ -320,7 +320,7 @@ def skip_running(execution, reason, now):
         )
         if changed:
             events.changed([execution], S.SKIPPED, S.RUNNING, now, reason=reason)
-            run_outcome_hooks([Outcome(
+            run_outcome_hooks([RunOutcome(
                 execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
                 status=S.SKIPPED, finished_at=now, skip_reason=reason,
             )])
@@ -353,7 +353,7 @@ def fail_running(execution, *, error_kind, error_message, now, auto_disable_afte
         if changed:
             _update_job_health(execution.job_id, S.FAILED, now, auto_disable_after)
             events.changed([execution], S.FAILED, S.RUNNING, now, error_kind=error_kind)
-            run_outcome_hooks([Outcome(
+            run_outcome_hooks([RunOutcome(
                 execution_id=execution.id, job_id=execution.job_id, organization_id=execution.organization_id,
                 status=S.FAILED, finished_at=now, error_kind=error_kind, error_message=error_message,
             )])
