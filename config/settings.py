@@ -118,13 +118,15 @@ MIDDLEWARE = [
     "apps.api.middleware.RequestLimitsMiddleware",
     "apps.api.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Sessions, CSRF, the session user, OTP and messages: Django's and django-otp's, passed by
+    # for API requests made with a key (apps.api.middleware.BrowserOnly).
+    "apps.api.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django_otp.middleware.OTPMiddleware",
+    "apps.api.middleware.CsrfViewMiddleware",
+    "apps.api.middleware.AuthenticationMiddleware",
+    "apps.api.middleware.OTPMiddleware",
     "apps.accounts.otp_views.OperatorTwoFactorMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "apps.api.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

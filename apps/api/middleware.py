@@ -1,11 +1,17 @@
 """Security middleware: request size limits (before any view reads the body) and the
-Content-Security-Policy of our HTML pages."""
+Content-Security-Policy of our HTML pages; the browser's middleware passed by for requests
+made with an API key."""
 
 import base64
 import secrets
 
 from django.conf import settings
+from django.contrib.auth import middleware as auth_middleware
+from django.contrib.messages import middleware as messages_middleware
+from django.contrib.sessions import middleware as sessions_middleware
 from django.http import HttpResponse, JsonResponse, QueryDict
+from django.middleware import csrf
+from django_otp import middleware as otp_middleware
 from django.urls import Resolver404, resolve
 from django.utils.datastructures import MultiValueDict
 
@@ -135,3 +141,51 @@ class ContentSecurityPolicyMiddleware:
                 and not request.path.startswith(CSP_EXEMPT_PREFIXES)):
             response["Content-Security-Policy"] = csp_header(request.csp_nonce)
         return response
+
+
+def by_api_key(request):
+    """An API request whose ``Authorization`` names a key (``Bearer ...``): its caller is the
+    key, found or refused by ApiKeyAuthentication (which reads the header's first word the
+    same way); the session is never asked."""
+    return (request.path.startswith(API_PREFIX)
+            and request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[0].lower() == "bearer")
+
+
+class BrowserOnly:
+    """Mixed into the browser's middleware (settings.MIDDLEWARE): a request made with an API
+    key passes it by. Such a request has no session or messages to read, its views are
+    exempt from CSRF and it sets no cookie, so the session store, the CSRF cookie's reading,
+    the lazy session user, OTP's wrapper of it and the message storage did nothing for it
+    but cost about a hundred Python calls a request (a twentieth of a job read). A view's
+    hooks (CsrfViewMiddleware.process_view) still run: DRF's views are exempt."""
+
+    async_capable = False  # the fast lane is synchronous (the web process is WSGI)
+
+    def __call__(self, request):
+        try:
+            passed_by = request.by_api_key
+        except AttributeError:  # the first of them: decided once per request
+            passed_by = request.by_api_key = by_api_key(request)
+        if passed_by:
+            return self.get_response(request)
+        return super().__call__(request)
+
+
+class SessionMiddleware(BrowserOnly, sessions_middleware.SessionMiddleware):
+    pass
+
+
+class CsrfViewMiddleware(BrowserOnly, csrf.CsrfViewMiddleware):
+    pass
+
+
+class AuthenticationMiddleware(BrowserOnly, auth_middleware.AuthenticationMiddleware):
+    pass
+
+
+class OTPMiddleware(BrowserOnly, otp_middleware.OTPMiddleware):
+    pass
+
+
+class MessageMiddleware(BrowserOnly, messages_middleware.MessageMiddleware):
+    pass

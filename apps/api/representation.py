@@ -54,18 +54,14 @@ def _plan_for(serializer_class, context):
 
 
 class _CurrentZone:
-    """What every datetime of one call shares: the current timezone, looked up once."""
+    """What every datetime of one call shares: the current timezone, looked up once, and
+    whether it is UTC (a plain attribute the compiled plan reads without a call)."""
 
-    __slots__ = ("_zone",)
+    __slots__ = ("zone", "utc")
 
     def __init__(self):
-        self._zone = None
-
-    @property
-    def zone(self):
-        if self._zone is None:
-            self._zone = timezone.get_current_timezone()
-        return self._zone
+        self.zone = timezone.get_current_timezone()
+        self.utc = self.zone in UTC_ZONES
 
 
 class _Plan:
@@ -95,11 +91,14 @@ def _compile(steps):
         elif isinstance(step, _NestedStep):  # the nested plan's own function, called directly
             namespace[f"nested{n}"] = step.plan.write
             lines.append(f"    {target} = nested{n}(instance, current)")
+        elif isinstance(step, _WholeStep):  # the field's method (a method field's own), called directly
+            namespace[f"whole{n}"] = step.to_representation
+            lines.append(f"    {target} = whole{n}(instance)")
         elif isinstance(step, _FieldStep):
             namespace[f"step{n}"] = step
             lines += ["    try:", f"        {target} = step{n}(instance, current)",
                       "    except SkipField:", "        pass"]
-        else:  # a column with an odd name, a whole-object field, a nested plan: never skipped
+        else:  # a column with an odd name: never skipped
             namespace[f"step{n}"] = step
             lines.append(f"    {target} = step{n}(instance, current)")
     lines.append("    return document")
@@ -115,6 +114,13 @@ def _conversion(convert, n, namespace):
         namespace[f"convert{n}"] = convert.field
         return (f"((value if value == '' else convert{n}.choice_strings_to_values.get(value, value)) "
                 f"if value.__class__ is str else convert{n}.to_representation(value))")
+    if isinstance(convert, _Boolean):  # BooleanField.to_representation for a bool, the field's own otherwise
+        namespace[f"convert{n}"] = convert.to_representation
+        return f"(value if value is True or value is False else convert{n}(value))"
+    if isinstance(convert, _DateTime):  # an aware UTC value in a UTC call: ISO 8601 with Z, no call but one
+        namespace.update({f"convert{n}": convert, "datetime": datetime, "UTC": dt_timezone.utc})
+        return (f"(value.isoformat()[:-6] + 'Z' if value.__class__ is datetime and value.tzinfo is UTC "
+                f"and current.utc else convert{n}(value, current))")
     if isinstance(convert, _ByField):  # the field's own method, without the converter's call
         namespace[f"convert{n}"] = convert.to_representation
         return f"convert{n}(value)"
@@ -146,10 +152,14 @@ class _ColumnStep:
 
 
 class _WholeStep:
-    """A field over the whole object (``source="*"``): DRF hands it the object itself."""
+    """A field over the whole object (``source="*"``): DRF hands it the object itself. A
+    method field's own method is called in place of its ``to_representation``, which only
+    looks that method up on the serializer."""
 
     def __init__(self, field):
         self.name, self.to_representation = field.field_name, field.to_representation
+        if type(field).to_representation is serializers.SerializerMethodField.to_representation:
+            self.to_representation = getattr(field.parent, field.method_name)
 
     def __call__(self, instance, current):
         return self.to_representation(instance)
@@ -213,8 +223,7 @@ def _converter(field):
     if kind is serializers.FloatField:
         return _as_float
     if kind is serializers.BooleanField:
-        to_representation = field.to_representation
-        return lambda value, current: value if value is True or value is False else to_representation(value)
+        return _Boolean(field.to_representation)
     if kind is serializers.UUIDField and field.uuid_format == "hex_verbose":
         return _as_text
     if kind is serializers.DateTimeField:
@@ -240,6 +249,18 @@ class _Choice:
 
     def __call__(self, value, current):
         return self.field.to_representation(value)
+
+
+class _Boolean:
+    """A BooleanField's column: _compile writes DRF's case of a bool inline."""
+
+    __slots__ = ("to_representation",)
+
+    def __init__(self, to_representation):
+        self.to_representation = to_representation
+
+    def __call__(self, value, current):
+        return value if value is True or value is False else self.to_representation(value)
 
 
 class _ByField:
@@ -284,19 +305,25 @@ def _datetime_converter(field):
     any other case (a format, a naive value, no USE_TZ) goes to the field itself."""
     output_format = getattr(field, "format", api_settings.DATETIME_FORMAT)
     if output_format is None or output_format.lower() != fields.ISO_8601 or not settings.USE_TZ:
-        return lambda value, current: field.to_representation(value)
-    own_zone = getattr(field, "timezone", None) if hasattr(field, "timezone") else None
-    if hasattr(field, "timezone") and own_zone is None:
-        return lambda value, current: field.to_representation(value)
+        return _ByField(field.to_representation)
+    if hasattr(field, "timezone"):  # a zone of its own (or None: naive output): the field's way
+        return _ByField(field.to_representation)
+    return _DateTime(field.to_representation)
 
-    def convert(value, current):
+
+class _DateTime:
+    """A DateTimeField's column in the current timezone. _compile writes the common case
+    inline (a value as stored, in UTC, while the current zone is UTC); this is the rest."""
+
+    __slots__ = ("to_representation",)
+
+    def __init__(self, to_representation):
+        self.to_representation = to_representation
+
+    def __call__(self, value, current):
         if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
-            return field.to_representation(value)
-        zone = own_zone or current.zone
-        if value.tzinfo is dt_timezone.utc and zone in UTC_ZONES:  # as stored: skip the conversion
+            return self.to_representation(value)
+        if value.tzinfo is dt_timezone.utc and current.utc:  # as stored: skip the conversion
             return value.replace(tzinfo=None).isoformat() + "Z"
-        text = value.astimezone(zone).isoformat()
+        text = value.astimezone(current.zone).isoformat()
         return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-    return convert
-

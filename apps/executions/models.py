@@ -4,6 +4,7 @@ from django.utils import timezone
 
 from apps.accounts.tenancy import TenantQuerySet
 from apps.sql.loading import QuickLoad
+from apps.sql.pgtypes import JSONField
 from cronsvc import statuses
 from cronsvc.ids import uuid7
 
@@ -85,7 +86,7 @@ class Execution(QuickLoad, models.Model):
     # (set on that one when it finishes, if its job has downstream jobs); a run triggered
     # by its upstreams names the upstream executions that started it.
     workflow_run_id = models.UUIDField(null=True, blank=True, db_index=True)
-    upstream_executions = models.JSONField(default=list, blank=True)
+    upstream_executions = JSONField(default=list, blank=True)
     # The job's version (Job.version, apps.jobs.versions) this run was made with; null for
     # runs made before jobs had versions.
     job_version = models.PositiveIntegerField(null=True, blank=True)
@@ -109,7 +110,7 @@ class Execution(QuickLoad, models.Model):
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
 
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    response_headers = models.JSONField(default=dict, blank=True)
+    response_headers = JSONField(default=dict, blank=True)
     response_body = models.TextField(blank=True)
     remote_addr = models.CharField(max_length=64, blank=True)
     error_kind = models.CharField(max_length=30, blank=True)
@@ -124,7 +125,7 @@ class Execution(QuickLoad, models.Model):
     # Run control (apps.executions.cancelling): who stopped the run and when, as
     # {"kind": "user"|"api_key"|"operator", "id": ..., "name": ...}.
     cancelled_at = models.DateTimeField(null=True, blank=True)
-    cancelled_by = models.JSONField(null=True, blank=True)
+    cancelled_by = JSONField(null=True, blank=True)
 
     objects = ExecutionQuerySet.as_manager()
 
@@ -184,10 +185,10 @@ class Attempt(models.Model):
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     request_method = models.CharField(max_length=8)
     request_url = models.TextField()
-    request_headers = models.JSONField(default=dict, blank=True)
+    request_headers = JSONField(default=dict, blank=True)
     request_body = models.TextField(blank=True)
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    response_headers = models.JSONField(default=dict, blank=True)
+    response_headers = JSONField(default=dict, blank=True)
     response_body = models.TextField(blank=True)
     remote_addr = models.CharField(max_length=64, blank=True)
     outcome = models.CharField(max_length=12)

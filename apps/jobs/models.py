@@ -4,6 +4,7 @@ from django.utils.timezone import now
 
 from apps.accounts.encryption import EncryptedJSONField
 from apps.sql.loading import QuickLoad
+from apps.sql.pgtypes import JSONField
 from apps.accounts.tenancy import tenant_manager
 from cronsvc.delivery.masking import SECRET_HEADER_NAMES
 from cronsvc.ids import uuid7
@@ -74,7 +75,7 @@ class Job(QuickLoad, models.Model):
                                      db_index=False)
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    tags = models.JSONField(default=list, blank=True)
+    tags = JSONField(default=list, blank=True)
     enabled = models.BooleanField(default=True)
     paused_reason = models.CharField(max_length=200, blank=True)
 
@@ -107,7 +108,7 @@ class Job(QuickLoad, models.Model):
     # Request
     url = models.URLField(max_length=2048, blank=True)
     method = models.CharField(max_length=8, choices=Method.choices, default=Method.GET)
-    headers = models.JSONField(default=dict, blank=True)
+    headers = JSONField(default=dict, blank=True)
     body = models.TextField(blank=True)
     body_format = models.CharField(max_length=8, choices=BodyFormat.choices, default=BodyFormat.RAW)
     auth = EncryptedJSONField(null=True, blank=True, help_text="Basic or bearer credentials (encrypted).")
@@ -141,8 +142,8 @@ class Job(QuickLoad, models.Model):
     # Run control (docs/run-control.md). Windows and blackouts are in the job's timezone,
     # in the API's shape (cronsvc.schedules.window_parse); [] means none. Database
     # defaults: hand-written INSERTs elsewhere omit these columns.
-    windows = models.JSONField(default=list, db_default=[], blank=True)
-    blackouts = models.JSONField(default=list, db_default=[], blank=True)
+    windows = JSONField(default=list, db_default=[], blank=True)
+    blackouts = JSONField(default=list, db_default=[], blank=True)
     outside_window = models.CharField(max_length=5, choices=OutsideWindow.choices, default=OutsideWindow.SKIP,
                                       db_default=OutsideWindow.SKIP)
     priority = models.CharField(max_length=6, choices=Priority.choices, default=Priority.NORMAL,

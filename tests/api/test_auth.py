@@ -97,3 +97,21 @@ def test_session_writes_need_csrf(tenant):
     response = client.post("/api/v1/projects/", {"name": "X"})
     assert response.status_code == 403
     assert error_of(response)["code"] == "permission_denied"
+
+
+def test_key_requests_pass_the_browser_middleware_by(tenant, api):
+    """A request made with a key never opens a session nor message storage (apps.api.middleware.BrowserOnly);
+    one made with a session still has both."""
+    by_key = api.get("/api/v1/jobs/")
+    assert by_key.status_code == 200
+    assert not hasattr(by_key.wsgi_request, "session") and not hasattr(by_key.wsgi_request, "_messages")
+    assert "Cookie" not in by_key.get("Vary", "") and not by_key.cookies
+
+    refused = APIClient(HTTP_AUTHORIZATION="bearer csk_live_nope").get("/api/v1/jobs/")  # any case, as DRF reads it
+    assert refused.status_code == 401 and not hasattr(refused.wsgi_request, "session")
+
+    by_session = APIClient()
+    by_session.force_login(tenant.owner)
+    response = by_session.get("/api/v1/projects/")
+    assert response.status_code == 200
+    assert hasattr(response.wsgi_request, "session") and hasattr(response.wsgi_request, "_messages")

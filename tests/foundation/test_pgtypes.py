@@ -71,3 +71,40 @@ def test_values_are_read_without_a_python_call_each():
             sys.setprofile(None)
     assert len(rows) == 50 and rows[0][0].tzinfo is dt_timezone.utc
     assert UtcTimestamptzLoader.load.__code__ not in called
+
+
+JSON_LITERALS = [
+    "[]", "{}", "null", '"text"', "true", "0", "-0", "1.0", "1.5e-7", "0.1", "-12.75",
+    '{"b": [1, {"c": null}], "a": "\\u00e9\\u2028"}',
+    "9223372036854775807",  # the largest 64-bit integer: orjson's own
+    "123456789012345678901234567890",  # beyond 64 bits: orjson would make it a float
+    "1e400",  # beyond a float: orjson refuses it, json makes it inf
+    '"1234567890123456789012"',  # a long digit string (read the slow way, alike)
+]
+
+
+@pytest.mark.parametrize("literal", JSON_LITERALS)
+def test_json_columns_read_as_djangos_json_field_reads_them(literal):
+    """pgtypes.JSONField (orjson) gives exactly what Django's JSONField (json.loads) gives,
+    of the same type, from what PostgreSQL writes back for the value."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only")
+    from django.db import models
+
+    from apps.sql.pgtypes import JSONField
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::jsonb::text", [literal])
+        text = cursor.fetchone()[0]
+    ours = JSONField().from_db_value(text, None, connection)
+    djangos = models.JSONField().from_db_value(text, None, connection)
+    assert repr(ours) == repr(djangos)
+
+
+def test_json_field_is_djangos_to_migrations():
+    from django.db import models
+
+    from apps.sql.pgtypes import JSONField
+
+    assert JSONField(default=list, blank=True).deconstruct()[1:] == \
+        models.JSONField(default=list, blank=True).deconstruct()[1:]

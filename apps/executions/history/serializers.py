@@ -3,13 +3,8 @@
 Captured requests are shown without secrets: credential-bearing headers read ``••••``.
 """
 
-from datetime import datetime, timedelta
-
-from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework import ISO_8601
-from rest_framework.settings import api_settings
 
 from apps.api.base import StrictSerializer
 from cronsvc.delivery.masking import masked
@@ -17,7 +12,6 @@ from cronsvc.delivery.masking import masked
 from .. import lateness
 from ..models import Attempt, Execution
 
-ZERO = timedelta(0)
 MAX_BULK_REPLAY = 100
 
 
@@ -75,17 +69,6 @@ class AttemptSerializer(serializers.ModelSerializer):
         return _error(attempt)
 
 
-class UtcDateTimeField(serializers.DateTimeField):
-    """DRF's output ("...Z") for aware UTC datetimes without looking up the current timezone
-    (an asgiref Local per value): a third of the cost of a 50-row history page."""
-
-    def to_representation(self, value):
-        iso = getattr(self, "format", api_settings.DATETIME_FORMAT) == ISO_8601
-        if iso and isinstance(value, datetime) and value.utcoffset() == ZERO:
-            return value.isoformat().replace("+00:00", "Z")
-        return super().to_representation(value)
-
-
 class CancelledBySerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["user", "api_key", "operator", "system"])
     id = serializers.CharField(allow_null=True)
@@ -93,8 +76,6 @@ class CancelledBySerializer(serializers.Serializer):
 
 
 class ExecutionSerializer(serializers.ModelSerializer):
-    serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
-                                models.DateTimeField: UtcDateTimeField}
     response = serializers.SerializerMethodField()
     error = serializers.SerializerMethodField()
     workflow_run_id = serializers.UUIDField(
@@ -113,7 +94,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
         "Why the run did not go out at its time: `outside_window` (moved to the job's next window opening, "
         "which is `scheduled_for`), `overload` (held while its plan's queue was overloaded; low priority), "
         "else empty. docs/run-control.md"))
-    deferred_from = UtcDateTimeField(read_only=True, allow_null=True, help_text=(
+    deferred_from = serializers.DateTimeField(read_only=True, allow_null=True, help_text=(
         "For a run deferred to a window's opening: the occurrence it was moved from."))
 
     jitter_seconds = serializers.IntegerField(read_only=True, help_text=(
