@@ -3,7 +3,6 @@
 import json
 
 import pytest
-from django.test import Client
 
 from apps.api.middleware import csp_header
 from cronsvc.jsondepth import exceeds_depth

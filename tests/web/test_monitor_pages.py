@@ -33,7 +33,7 @@ def test_a_monitors_page_has_state_colours_its_timezone_and_a_copy_button(tenant
     page = html(owner.get(f"/monitors/{down_monitor.pk}/"))
     assert '<span class="badge bad">Down</span>' in page
     assert "2026-12-06 03:00:05 JST" in page  # 18:00:05 UTC, in the monitor's Asia/Tokyo
-    assert f'<code id="ping-url">' in page and 'data-copy="ping-url"' in page
+    assert '<code id="ping-url">' in page and 'data-copy="ping-url"' in page
     listed = html(owner.get("/monitors/"))
     assert '<span class="badge bad">Down</span>' in listed and "2026-12-06 03:00 JST" in listed
 

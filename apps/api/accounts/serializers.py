@@ -8,7 +8,7 @@ from apps.accounts.models import ApiKey, AuditEvent, Invitation, Membership
 from apps.accounts.apikeys import create_api_key
 
 from apps.api.actor import RANK, Role
-from apps.api.base import StrictModelSerializer, StrictSerializer
+from apps.api.base import StrictModelSerializer
 from .invitations import project_ids as invitation_project_ids
 from .members import member_project_ids
 
