@@ -10,7 +10,6 @@ from django.contrib.auth import middleware as auth_middleware
 from django.contrib.messages import middleware as messages_middleware
 from django.contrib.sessions import middleware as sessions_middleware
 from django.http import HttpResponse, JsonResponse, QueryDict
-from django.middleware import csrf
 from django_otp import middleware as otp_middleware
 from django.urls import Resolver404, resolve
 from django.utils.datastructures import MultiValueDict
@@ -153,11 +152,11 @@ def by_api_key(request):
 
 class BrowserOnly:
     """Mixed into the browser's middleware (settings.MIDDLEWARE): a request made with an API
-    key passes it by. Such a request has no session or messages to read, its views are
-    exempt from CSRF and it sets no cookie, so the session store, the CSRF cookie's reading,
-    the lazy session user, OTP's wrapper of it and the message storage did nothing for it
-    but cost about a hundred Python calls a request (a twentieth of a job read). A view's
-    hooks (CsrfViewMiddleware.process_view) still run: DRF's views are exempt."""
+    key passes it by. Such a request has no session or messages to read and sets no cookie,
+    so the session store, the lazy session user, OTP's wrapper of it and the message storage
+    did nothing for it but cost Python calls on every request. Django's own
+    CsrfViewMiddleware stays as it is: `check --deploy` looks for it by name, and checks
+    the CSRF cookie's settings only when it finds it."""
 
     async_capable = False  # the fast lane is synchronous (the web process is WSGI)
 
@@ -172,10 +171,6 @@ class BrowserOnly:
 
 
 class SessionMiddleware(BrowserOnly, sessions_middleware.SessionMiddleware):
-    pass
-
-
-class CsrfViewMiddleware(BrowserOnly, csrf.CsrfViewMiddleware):
     pass
 
 
