@@ -131,7 +131,8 @@ def _detached(api_key):
 
 def _copy(instance):
     """A shallow copy of a model instance, as ``copy.copy`` makes it (its own field values
-    and its own cache of related objects) at a tenth of the cost of Django's pickling path."""
+    and its own cache of related objects) without Django's pickling path, which costs far
+    more (bench/README.md, "Figures behind the code")."""
     clone = instance.__class__.__new__(instance.__class__)
     clone.__dict__.update(instance.__dict__)
     state = clone._state = ModelState()

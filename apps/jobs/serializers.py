@@ -63,9 +63,9 @@ class ProjectField(serializers.PrimaryKeyRelatedField):
         return actor.projects() if actor is not None else Project.objects.none()
 
     def to_internal_value(self, data):
-        # Every create looks its project up: by hand-written SQL (apps.sql.rows), the
-        # ORM's query building was a sixth of a create. Anything but a UUID takes DRF's way,
-        # for its errors.
+        # Every create looks its project up: by hand-written SQL (apps.sql.rows), whose
+        # query is built once, not by the ORM's query building on every create (bench/README.md,
+        # "Figures behind the code"). Anything but a UUID takes DRF's way, for its errors.
         actor = self.context.get("actor")
         pk = uuid_or_none(data)
         if actor is None or pk is None:

@@ -82,7 +82,8 @@ def within_limits(environ):
 
 
 # A connection whose last ping statement worked this recently skips Django's health check
-# (a SELECT 1 round trip per request, a fifth of a ping's time); one idle for longer is checked.
+# (a SELECT 1 round trip per request: bench/README.md, "Figures behind the code"); one idle
+# for longer is checked.
 TRUSTED_FOR = 1.0
 
 

@@ -272,8 +272,8 @@ def _next_group(results, pending, until=None):
 
 
 # The columns running a claimed execution reads (here and in recording.py): each run comes
-# with its job, and building every column of a model was a third of a worker's own CPU per
-# run. A column used later must be added here, or each run pays a query to load it
+# with its job, and building every column of a model costs a worker CPU on every run
+# (bench/README.md, "Figures behind the code"). A column used later must be added here, or each run pays a query to load it
 # (test_grouping.py counts the queries of a batch).
 CLAIMED_FIELDS = (
     "id", "job", "organization", "scheduled_for", "attempt", "trigger",
