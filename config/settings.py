@@ -7,6 +7,7 @@ Two modes:
   then required.
 """
 
+import os
 import secrets
 from pathlib import Path
 
@@ -521,6 +522,12 @@ if DELIVERY_EVENT_LOOP not in ("uvloop", "asyncio"):
 # Deliveries one worker pool process (a prefork child) keeps in flight (requests on its
 # loop); a task waits for free slots before it claims its runs.
 DELIVERY_MAX_INFLIGHT = env_int("DELIVERY_MAX_INFLIGHT", 1000)
+# Variables a deployment may still set that nothing reads any more: each is a start-up and a
+# /readyz warning (apps.observability.health), not a silent no-op.
+REMOVED_VARIABLES = {
+    "DELIVERY_ENGINE": "every worker sends with the asyncio engine; the threads engine is gone",
+}
+REMOVED_VARIABLES_SET = sorted(name for name in REMOVED_VARIABLES if name in os.environ)
 # Script jobs (apps/executions/worker/scripts.py): sandboxed runs one worker pool process keeps
 # going at once, on threads of their own (each blocks up to the plan's script wall time).
 SCRIPT_WORKERS = env_int("SCRIPT_WORKERS", 2)

@@ -114,11 +114,13 @@ def clock_warnings(web, processes):
 
 
 def configuration_warnings():
-    """Server-mode settings that let links or mail fail silently: "code: what to do" each.
+    """Settings that let links or mail fail silently in server mode, and variables set that
+    nothing reads any more: "code: what to do" each.
     Logged once by every process at start-up (ObservabilityConfig.ready) and shown by /readyz."""
+    warnings = [f"variable_removed: {name} is set but no longer read: {settings.REMOVED_VARIABLES[name]}; "
+                "unset it (docs/configuration.md)" for name in settings.REMOVED_VARIABLES_SET]
     if settings.EMBEDDED:
-        return []
-    warnings = []
+        return warnings
     if not settings.SITE_URL_SET:
         warnings.append(f"site_url_unset: SITE_URL is not set, so links sent to customers (ping, badge, "
                         f"notification, invitation and SSO callback URLs) use {settings.SITE_URL}; set it "

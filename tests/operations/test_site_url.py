@@ -110,3 +110,9 @@ def test_readyz_warns_of_an_unset_site_url_and_email_url_to_metrics_callers_only
     settings.SITE_URL, settings.ALLOWED_HOSTS = "https://cron.example.com", ["cron.example.com", "testserver"]
     assert not {"site_url_unset", "site_url_mismatch", "email_unset"} & {
         w.split(":")[0] for w in client.get("/readyz", HTTP_HOST="cron.example.com").json()["warnings"]}
+
+
+def test_a_variable_nothing_reads_any_more_warns_instead_of_passing_silently(tmp_path):
+    warned = _startup_warnings(tmp_path, SITE_URL="http://cron.example.com", ALLOWED_HOSTS="cron.example.com",
+                               EMAIL_URL="smtp://mail.example.com:587?tls=1", DELIVERY_ENGINE="threads")
+    assert len(warned) == 1 and "variable_removed: DELIVERY_ENGINE is set but no longer read" in warned[0], warned
