@@ -8,7 +8,7 @@ gives each figure's median per checkout and B's ratio to A.
         --figure 'throughput n=10,000 .* = ([\\d,]+)/s' -- bench/bench_scheduler.py --quick --skip-beat
 
 A pattern's first group is the figure (commas allowed); a pattern matching several lines
-gives one figure per line, numbered in order. The benchmark runs with each checkout's own
+gives one figure per line, numbered in order; ``name::pattern`` names it in the table. The benchmark runs with each checkout's own
 tree as its working directory and with the Python that runs this script. ``--a-env`` and
 ``--b-env`` (KEY=VALUE, repeatable) set one side's environment: give each its own database
 when the checkouts' migrations differ.
@@ -36,9 +36,10 @@ def run_once(tree, command, timeout, env):
 
 def figures(output, patterns):
     found = {}
-    for pattern in patterns:
+    for figure in patterns:
+        name, _, pattern = figure.rpartition("::")
         for number, match in enumerate(re.finditer(pattern, output, re.MULTILINE), 1):
-            found[f"{pattern} #{number}"] = float(match.group(1).replace(",", ""))
+            found[f"{name or pattern} #{number}"] = float(match.group(1).replace(",", ""))
     return found
 
 
@@ -49,7 +50,7 @@ def main():
     parser.add_argument("--a-env", action="append", default=[], help="KEY=VALUE for A's runs")
     parser.add_argument("--b-env", action="append", default=[], help="KEY=VALUE for B's runs")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--figure", action="append", required=True, help="regular expression; group 1 is the figure")
+    parser.add_argument("--figure", action="append", required=True, help="[name::]regular expression; group 1 is the figure")
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--logs", default="side-by-side-logs", help="each run's output goes here")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the benchmark and its arguments")
