@@ -6,9 +6,10 @@ one ``setattr`` at a time (about 60 calls a job) and sends pre_init and post_ini
 row with every column loaded and nobody listening to those signals, ``QuickLoad.from_db``
 fills the instance's ``__dict__`` in one C call instead: the same attributes, the same
 ``_state``, the same instance (tests/foundation/test_quick_load.py compares them). A deferred column,
-or an init signal receiver, goes the ordinary way.
+an init signal receiver, or a model with an ``__init__`` of its own goes the ordinary way.
 """
 
+from django.db import models
 from django.db.models import signals
 from django.db.models.base import ModelState
 
@@ -19,8 +20,9 @@ class QuickLoad:
     @classmethod
     def from_db(cls, db, field_names, values):
         attnames = cls._quick_attnames()
-        if len(values) != len(attnames) or ((signals.pre_init.receivers or signals.post_init.receivers) and (
-                signals.pre_init.has_listeners(cls) or signals.post_init.has_listeners(cls))):
+        listened = (signals.pre_init.receivers or signals.post_init.receivers) and (
+            signals.pre_init.has_listeners(cls) or signals.post_init.has_listeners(cls))
+        if attnames is None or len(values) != len(attnames) or listened:
             return super().from_db(db, field_names, values)
         new = cls.__new__(cls)
         state = ModelState()
@@ -32,7 +34,10 @@ class QuickLoad:
     @classmethod
     def _quick_attnames(cls):
         attnames = cls.__dict__.get("_quick_attnames_cache")
-        if attnames is None:  # per class (a subclass has fields of its own), once the models are ready
-            attnames = tuple(field.attname for field in cls._meta.concrete_fields)
+        if "_quick_attnames_cache" not in cls.__dict__:
+            # Per class (a subclass has fields of its own), once the models are ready. A class
+            # whose __init__ is not Django's would be skipped by a quick load: None, never quick.
+            own_init = cls.__init__ is not models.Model.__init__
+            attnames = None if own_init else tuple(field.attname for field in cls._meta.concrete_fields)
             cls._quick_attnames_cache = attnames
         return attnames

@@ -93,3 +93,23 @@ def test_rows_builds_the_instance_the_orm_loads(tenant, make_job):
     (built,) = rows.fetch_one(sql, [rows.db_value(Job, "id", job.pk)], Job)
     same(built, Job.objects.get(pk=job.pk))
     assert built.secret_headers == {"X-Token": "s"} and built.auth["password"] == "pw"
+
+
+def test_a_model_with_an_init_of_its_own_is_loaded_through_it(tenant, make_job, monkeypatch):
+    """A QuickLoad model that gains an ``__init__`` (say, to set a derived attribute) must
+    not be skipped by the quick load: its rows go through that ``__init__``."""
+    job = make_job(tenant, name="own init")
+    called = []
+
+    def own_init(self, *args, **kwargs):
+        called.append(len(args))
+        models.Model.__init__(self, *args, **kwargs)
+
+    monkeypatch.setattr(Job, "__init__", own_init)
+    monkeypatch.delattr(Job, "_quick_attnames_cache", raising=False)  # as at start-up, with the new class
+    loaded = Job.objects.get(pk=job.pk)
+    assert called == [len(Job._meta.concrete_fields)] and loaded.name == "own init"
+    monkeypatch.undo()
+    if Job.__dict__.get("_quick_attnames_cache") is None:  # computed while patched: forget it
+        delattr(Job, "_quick_attnames_cache")
+    assert Job._quick_attnames() is not None  # Django's __init__ again: quick
