@@ -34,20 +34,20 @@ def cheapest_plan(allows):
 
 def check_job_count(plan, count, adding=1):
     """``count`` jobs exist; may ``adding`` more be made?"""
-    if count + adding > plan.max_jobs:
-        raise PlanLimit(
-            limit="max_jobs", field=None, plan=cheapest_plan(lambda p: p.max_jobs >= count + adding),
-            message=f"Your plan ({plan.name}) allows {plan.max_jobs} jobs and you have {count}; "
-                    "delete some or upgrade the plan.",
-        )
+    _check_count(plan, "max_jobs", "jobs", count, adding)
 
 
 def check_monitor_count(plan, count, adding=1):
     """``count`` heartbeat monitors exist; may ``adding`` more be made?"""
-    if count + adding > plan.max_monitors:
+    _check_count(plan, "max_monitors", "monitors", count, adding)
+
+
+def _check_count(plan, limit, things, count, adding):
+    allowed = getattr(plan, limit)
+    if count + adding > allowed:
         raise PlanLimit(
-            limit="max_monitors", field=None, plan=cheapest_plan(lambda p: p.max_monitors >= count + adding),
-            message=f"Your plan ({plan.name}) allows {plan.max_monitors} monitors and you have {count}; "
+            limit=limit, field=None, plan=cheapest_plan(lambda p: getattr(p, limit) >= count + adding),
+            message=f"Your plan ({plan.name}) allows {allowed} {things} and you have {count}; "
                     "delete some or upgrade the plan.",
         )
 
