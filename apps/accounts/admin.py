@@ -7,6 +7,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from apps.plans.models import Plan
 
 from . import invitations, services
+from .audit import audit_by, record_audit
 from .models import (ApiKey, AuditEvent, EncryptedTOTPDevice, ErasedOrganization, Invitation, Membership,
                      Organization, OrganizationSSO, SSOIdentity, User)
 
@@ -50,13 +51,14 @@ class OrganizationAdmin(admin.ModelAdmin):
     @admin.action(description="Suspend: stop their jobs and API keys")
     def suspend(self, request, queryset):
         for organization in queryset.filter(suspended=False):
-            services.suspend_organization(organization, reason="Suspended by an operator", actor_user=request.user)
+            services.suspend_organization(organization, reason="Suspended by an operator",
+                                          audit=audit_by(organization, user=request.user))
         self.message_user(request, "Suspended the selected organizations.")
 
     @admin.action(description="Unsuspend")
     def unsuspend(self, request, queryset):
         for organization in queryset.filter(suspended=True):
-            services.unsuspend_organization(organization, actor_user=request.user)
+            services.unsuspend_organization(organization, audit=audit_by(organization, user=request.user))
         self.message_user(request, "Unsuspended the selected organizations.")
 
     @admin.action(description="Change plan to the plan chosen above")
@@ -66,7 +68,7 @@ class OrganizationAdmin(admin.ModelAdmin):
             self.message_user(request, "Choose a plan in the field beside the action.", messages.ERROR)
             return
         for organization in queryset.select_related("plan"):
-            services.change_plan(organization, plan, actor_user=request.user)
+            services.change_plan(organization, plan, audit=audit_by(organization, user=request.user))
         self.message_user(request, f"Moved the selected organizations to {plan}.")
 
 
@@ -109,23 +111,15 @@ class InvitationAdmin(admin.ModelAdmin):
         sent = 0
         for invitation in queryset.select_related("organization", "invited_by").filter(
                 accepted_at__isnull=True, revoked_at__isnull=True):
-            invitations.new_link(invitation, audit=_operator_audit(request, invitation.organization))
+            invitations.new_link(invitation, audit=audit_by(invitation.organization, user=request.user, operator=True))
             sent += 1
         self.message_user(request, f"Sent {sent} new invitation links.")
 
     @admin.action(description="Revoke the selected invitations")
     def revoke(self, request, queryset):
         for invitation in queryset.select_related("organization"):
-            invitations.revoke(invitation, audit=_operator_audit(request, invitation.organization))
+            invitations.revoke(invitation, audit=audit_by(invitation.organization, user=request.user, operator=True))
         self.message_user(request, "Revoked the selected invitations.")
-
-
-def _operator_audit(request, organization):
-    def record(action, target, data):
-        services.record_audit(organization, action, target=target, actor_user=request.user,
-                              data={**data, "by_operator": True})
-
-    return record
 
 
 @admin.register(ApiKey)
@@ -146,7 +140,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke the selected keys")
     def revoke(self, request, queryset):
         for api_key in queryset.select_related("organization").filter(revoked_at__isnull=True):
-            services.revoke_api_key(api_key, actor_user=request.user)
+            services.revoke_api_key(api_key, audit=audit_by(api_key.organization, user=request.user))
         self.message_user(request, "Revoked the selected keys.")
 
 
@@ -200,8 +194,8 @@ class OrganizationSSOAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
-        services.record_audit(obj.organization, "sso.configuration_saved", target=obj.organization,
-                              actor_user=request.user, data={"by_operator": True, "changed": form.changed_data})
+        record_audit(obj.organization, "sso.configuration_saved", target=obj.organization,
+                     actor_user=request.user, data={"by_operator": True, "changed": form.changed_data})
 
 
 @admin.register(SSOIdentity)

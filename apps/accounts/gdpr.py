@@ -22,7 +22,7 @@ from cronsvc import secrets as registry
 
 from .hooks import resume_after_cancelled_deletion
 from .models import AuditEvent, DataExport, ErasedOrganization, Membership, Organization, User
-from .services import record_audit
+from .audit import audited, record_audit
 
 log = logging.getLogger(__name__)
 # Never exported: key hashes, archives. Secret fields (those the registry of secrets,
@@ -178,26 +178,24 @@ def _stop_schedules(organization):
             model._base_manager.filter(**{lookup: organization, "enabled": True}).update(**changes)
 
 
-def request_deletion(organization, *, user, now):
+@audited
+def request_deletion(organization, *, now, audit):
     """Stop every job now; erase the data after ORG_DELETION_GRACE_DAYS unless cancelled."""
-    with transaction.atomic():
-        organization.erase_after = now + timedelta(days=settings.ORG_DELETION_GRACE_DAYS)
-        organization.save(update_fields=["erase_after"])
-        _stop_schedules(organization)
-        record_audit(organization, "organization.delete_requested", target=organization, actor_user=user,
-                     data={"erase_after": organization.erase_after.isoformat()})
+    organization.erase_after = now + timedelta(days=settings.ORG_DELETION_GRACE_DAYS)
+    organization.save(update_fields=["erase_after"])
+    _stop_schedules(organization)
+    audit("organization.delete_requested", organization, {"erase_after": organization.erase_after.isoformat()})
     return organization
 
 
-def cancel_deletion(organization, *, user, now=None):
+@audited
+def cancel_deletion(organization, *, now=None, audit):
     """The data stays; the jobs the deletion paused resume from now (runs missed meanwhile
     are not caught up); jobs paused before it stay paused."""
-    with transaction.atomic():
-        organization.erase_after = None
-        organization.save(update_fields=["erase_after"])
-        resumed = resume_after_cancelled_deletion(organization, DELETION_PAUSE_REASON, now=now)
-        record_audit(organization, "organization.delete_cancelled", target=organization, actor_user=user,
-                     data={"resumed_jobs": resumed or 0})
+    organization.erase_after = None
+    organization.save(update_fields=["erase_after"])
+    resumed = resume_after_cancelled_deletion(organization, DELETION_PAUSE_REASON, now=now)
+    audit("organization.delete_cancelled", organization, {"resumed_jobs": resumed or 0})
     return organization
 
 

@@ -12,11 +12,11 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from .audit import audited, no_audit
 from .models import Invitation
 
 VALIDITY = timedelta(days=7)
@@ -60,36 +60,36 @@ def refusal(invitation, now=None):
     return REFUSALS.get(invitation.status(now))
 
 
-def _no_audit(action, target, data):
-    return None
-
-
-def new_link(invitation, *, audit=_no_audit, now=None):
+def new_link(invitation, *, audit=no_audit, now=None):
     """Give the invitation a new token valid VALIDITY from now and e-mail it: the previous
     link stops working (only a hash is kept, so an old token can never be sent again).
     ``audit(action, target, data)`` is written in the same transaction; the e-mail leaves
     after it."""
-    now = now or timezone.now()
-    token, invitation.token_hash = new_token()
-    invitation.expires_at = expiry(now)
-    invitation.last_sent_at = now
-    invitation.send_count += 1
-    with transaction.atomic():
-        invitation.save(update_fields=["token_hash", "expires_at", "last_sent_at", "send_count"])
-        audit("invitation.resend", invitation, {"email": invitation.email, "send_count": invitation.send_count})
+    token = _renew(invitation, audit=audit, now=now or timezone.now())
     send(invitation, token)
     return invitation
 
 
-def revoke(invitation, *, audit=_no_audit, now=None):
+@audited
+def _renew(invitation, *, audit, now):
+    token, invitation.token_hash = new_token()
+    invitation.expires_at = expiry(now)
+    invitation.last_sent_at = now
+    invitation.send_count += 1
+    invitation.save(update_fields=["token_hash", "expires_at", "last_sent_at", "send_count"])
+    audit("invitation.resend", invitation, {"email": invitation.email, "send_count": invitation.send_count})
+    return token
+
+
+@audited
+def revoke(invitation, *, audit, now=None):
     """Close an open invitation (its link then answers invitation_revoked), with its audit
     event; False when it was closed already."""
     if invitation.accepted_at is not None or invitation.revoked_at is not None:
         return False
     invitation.revoked_at = now or timezone.now()
-    with transaction.atomic():
-        invitation.save(update_fields=["revoked_at"])
-        audit("invitation.revoke", invitation, {"email": invitation.email})
+    invitation.save(update_fields=["revoked_at"])
+    audit("invitation.revoke", invitation, {"email": invitation.email})
     return True
 
 

@@ -23,7 +23,7 @@ from django_otp import login as otp_login
 
 from . import signin_scope
 from .models import EncryptedTOTPDevice, Organization
-from .services import record_audit
+from .audit import record_audit
 
 PENDING_USER = "otp_pending_user"
 PENDING_NEXT = "otp_pending_next"

@@ -21,7 +21,7 @@ from cronsvc import oidc
 from cronsvc.delivery.guard import outbound_policy
 
 from .models import Membership, Organization, OrganizationSSO, SSOIdentity, User
-from .services import record_audit
+from .audit import record_audit
 from .signin_scope import Scope, scope_of
 
 PENDING = "sso_pending"  # session key: {state: {...}} of the sign-ins under way

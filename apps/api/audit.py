@@ -1,18 +1,11 @@
-"""Every mutation through the API leaves an AuditEvent: who (user or API key), what,
-which object, when and from which address.
+"""Who acts, as a request tells it: its audit events (apps.accounts.audit) name the user or
+API key and the client's address."""
 
-A change and its audit event commit together or not at all, and that is done one way: the
-change is a service function decorated with ``audited``, which the API's views and the pages
-call with their ``audit`` (``audit`` below bound to the request); the function writes the
-event by calling ``audit(action, target, data)`` when it knows what it changed."""
-
-import functools
 import ipaddress
 
-from django.db import transaction
 from rest_framework.throttling import BaseThrottle
 
-from apps.accounts.services import record_audit
+from apps.accounts.audit import audit_by
 
 
 def client_ip(request):
@@ -27,24 +20,5 @@ def client_ip(request):
 
 def audit(request, action, target=None, data=None):
     actor = request.actor
-    return record_audit(
-        actor.organization, action, target=target, actor_user=actor.user,
-        actor_api_key=actor.api_key, data=data, ip=client_ip(request),
-    )
-
-
-def no_audit(action, target=None, data=None):
-    """The ``audit`` of a change the system makes on its own (a plan change, an auto-disable): no event."""
-    return None
-
-
-def audited(change):
-    """``change(..., audit)`` runs in one transaction with the audit event it writes: both
-    commit, or neither does. Called without ``audit``, it writes none (``no_audit``)."""
-
-    @functools.wraps(change)
-    def in_one_transaction(*args, audit=no_audit, **kwargs):
-        with transaction.atomic():
-            return change(*args, audit=audit, **kwargs)
-
-    return in_one_transaction
+    return audit_by(actor.organization, user=actor.user, api_key=actor.api_key, ip=client_ip(request))(
+        action, target, data)

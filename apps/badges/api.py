@@ -8,6 +8,7 @@ from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_v
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
+from apps.accounts.audit import audited
 from apps.api.base import ApiViewMixin, StrictSerializer
 from apps.jobs.models import Job
 from apps.projects.models import Project
@@ -60,7 +61,8 @@ class BadgeCreateSerializer(StrictSerializer):
         return data
 
 
-def badge_for(*, job=None, project=None):
+@audited
+def badge_for(*, job=None, project=None, audit):
     """The badge of ``job`` or ``project``, created when missing: (badge, created)."""
     target = {"job": job} if job is not None else {"project": project}
     organization = (job or project).organization_id
@@ -69,9 +71,17 @@ def badge_for(*, job=None, project=None):
         return existing, False
     try:
         with transaction.atomic():
-            return Badge.objects.create(organization_id=organization, **target), True
+            badge = Badge.objects.create(organization_id=organization, **target)
     except IntegrityError:  # created by a concurrent request: the unique constraint decided
         return Badge.objects.get(**target), False
+    audit("badge.create", job or project, {"badge": badge.pk})
+    return badge, True
+
+
+@audited
+def revoke_badge(badge, *, audit):
+    audit("badge.revoke", badge.job or badge.project, {"badge": badge.pk})
+    badge.delete()
 
 
 CREATE_EXAMPLE = OpenApiExample("A project's badge", request_only=True,
@@ -109,11 +119,8 @@ class BadgeViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixi
         serializer = BadgeCreateSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         badge, created = badge_for(job=serializer.validated_data.get("job"),
-                                   project=serializer.validated_data.get("project"))
-        if created:
-            self.audit("badge.create", badge.job or badge.project, {"badge": badge.pk})
+                                   project=serializer.validated_data.get("project"), audit=self.audit)
         return Response(BadgeSerializer(badge).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     def perform_destroy(self, badge):
-        self.audit("badge.revoke", badge.job or badge.project, {"badge": badge.pk})
-        badge.delete()
+        revoke_badge(badge, audit=self.audit)

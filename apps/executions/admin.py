@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from apps.accounts.admin_helpers import CappedCountPaginator, ReadOnlyAdmin
-from apps.accounts.services import record_audit
+from apps.accounts.audit import audit_by
 
 from . import cancelling
 from .models import Attempt, Execution
@@ -45,11 +45,9 @@ class ExecutionAdmin(ReadOnlyAdmin):
         by = cancelling.cancelled_by(user=request.user, operator=True)
         cancelled = 0
         for execution in queryset.filter(status__in=cancelling.UNFINISHED).select_related("organization"):
-            before = execution.status
             try:
-                cancelling.cancel(execution, by=by, on_cancel=lambda done, before=before, org=execution.organization: record_audit(
-                    org, "execution.cancel", target=done, actor_user=request.user,
-                    data={"status_before": before, "by_operator": True}))
+                cancelling.cancel(execution, by=by,
+                                  audit=audit_by(execution.organization, user=request.user, operator=True))
             except cancelling.ExecutionFinished:  # finished between the list and the cancel
                 continue
             cancelled += 1

@@ -16,6 +16,7 @@ untouched.
 from django.db import transaction
 from django.utils import timezone
 
+from apps.accounts.audit import audited
 from apps.eventstream import outbox
 
 from . import events
@@ -46,33 +47,33 @@ def cancelled_by(*, user=None, api_key=None, operator=False):
     return {"kind": "system", "id": None, "name": "cronsvc"}
 
 
-def cancel(execution, *, by, now=None, on_cancel=None):
-    """Cancel ``execution`` (an Execution of the caller's) and return it reloaded.
+@audited
+def cancel(execution, *, by, now=None, audit):
+    """Cancel ``execution`` (an Execution of the caller's, as the caller read it) and return
+    it reloaded.
 
-    Idempotent: an execution already cancelled is returned as it is. Raises
-    ExecutionFinished for one that finished otherwise. ``on_cancel(execution)`` runs inside
-    the transaction only when this call did the cancel (the audit event)."""
+    Idempotent: an execution already cancelled is returned as it is, with no audit event.
+    Raises ExecutionFinished for one that finished otherwise."""
     now = now or timezone.now()
-    with transaction.atomic():
-        previous = _locked_status(execution) if outbox.enabled() else None  # the event says from what
-        changed = Execution.objects.filter(pk=execution.pk, status__in=UNFINISHED).update(
-            status=S.CANCELLED, cancelled_at=now, cancelled_by=by, finished_at=now,
-            lease_expires_at=None, next_attempt_at=None,
-        )
-        execution = Execution.objects.get(pk=execution.pk)
-        if not changed:
-            if execution.status == S.CANCELLED:
-                return execution
-            raise ExecutionFinished(execution)
-        events.changed([execution], S.CANCELLED, previous, now)
-        run_outcome_hooks([RunOutcome(execution_id=execution.pk, job_id=execution.job_id,
-                                   organization_id=execution.organization_id, status=S.CANCELLED,
-                                   finished_at=now)])
-        if on_cancel is not None:
-            on_cancel(execution)
-        if execution.started_at is not None:  # a worker may have its request in flight
-            # robust: Redis down leaves the run cancelled; its request then runs to its end.
-            transaction.on_commit(lambda: raise_flags([execution.pk]), robust=True)
+    before = execution.status
+    previous = _locked_status(execution) if outbox.enabled() else None  # the event says from what
+    changed = Execution.objects.filter(pk=execution.pk, status__in=UNFINISHED).update(
+        status=S.CANCELLED, cancelled_at=now, cancelled_by=by, finished_at=now,
+        lease_expires_at=None, next_attempt_at=None,
+    )
+    execution = Execution.objects.get(pk=execution.pk)
+    if not changed:
+        if execution.status == S.CANCELLED:
+            return execution
+        raise ExecutionFinished(execution)
+    events.changed([execution], S.CANCELLED, previous, now)
+    run_outcome_hooks([RunOutcome(execution_id=execution.pk, job_id=execution.job_id,
+                               organization_id=execution.organization_id, status=S.CANCELLED,
+                               finished_at=now)])
+    audit("execution.cancel", execution, {"status_before": before})
+    if execution.started_at is not None:  # a worker may have its request in flight
+        # robust: Redis down leaves the run cancelled; its request then runs to its end.
+        transaction.on_commit(lambda: raise_flags([execution.pk]), robust=True)
     return execution
 
 

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from apps.accounts.models import Organization
-from apps.api.audit import audited, no_audit
+from apps.accounts.audit import audited, no_audit
 from apps.api.base import StrictSerializer
 from apps.api.errors import PlanLimitExceeded, error_body
 from apps.projects.models import Project

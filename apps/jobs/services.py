@@ -3,14 +3,14 @@
 The API (apps.executions.history.job_api), the pages (apps.web.views.jobs) and the crontab
 import validate with JobSerializer and hand its ``validated_data`` here. A change asked for
 by a person or an API key commits with its version and its audit event in one transaction,
-or none does (apps.api.audit.audited): the callers pass ``audit``, the request's. Without
+or none does (apps.accounts.audit.audited): the callers pass ``audit``, the request's. Without
 it (pause and resume by the system: plan changes, auto disable) the change alone is made. Refusals are the validation's exceptions (PlanLimit,
 JobInvalid); the callers turn them into their answers.
 """
 
 from django.utils import timezone
 
-from apps.api.audit import audited
+from apps.accounts.audit import audited
 from apps.sql import rows
 from apps.sql.clock import database_now
 from apps.accounts.models import Organization

@@ -122,9 +122,7 @@ class MonitorViewSet(ApiViewMixin, viewsets.ModelViewSet):
 
         monitor = self.get_object()
         self._no_body()
-        token, created = services.ensure_badge(monitor)
-        if created:
-            self.audit("monitor.badge", monitor)
+        token, created = services.ensure_badge(monitor, audit=self.audit)
         data = {"url": settings.SITE_URL + reverse("monitor-badge-svg", args=[token]),
                 "state": BADGE_STATES[monitor.state]}
         return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -1,11 +1,11 @@
 """What the API, the pages and the admin do to monitors: one code path for each change, made
-with its audit event in one transaction when a person asks for it (apps.api.audit.audited)."""
+with its audit event in one transaction when a person asks for it (apps.accounts.audit.audited)."""
 
 from django.db import transaction
 from django.utils import timezone
 
 from apps.accounts.models import Organization
-from apps.api.audit import audited
+from apps.accounts.audit import audited
 from apps.plans.limits import check_monitor_count
 
 from .changes import StateChange, record_state_changes
@@ -96,7 +96,8 @@ def resume_monitor(monitor, *, now=None, audit):
     return monitor
 
 
-def ensure_badge(monitor):
+@audited
+def ensure_badge(monitor, *, audit):
     """The monitor's badge token, made on first use; returns (token, created)."""
     from apps.badges.models import new_token
 
@@ -105,4 +106,6 @@ def ensure_badge(monitor):
     token = new_token()
     updated = Monitor.objects.filter(pk=monitor.pk, badge_token__isnull=True).update(badge_token=token)
     monitor.refresh_from_db(fields=["badge_token"])
+    if updated:
+        audit("monitor.badge", monitor)
     return monitor.badge_token, bool(updated)

@@ -1,8 +1,8 @@
 """Creating, changing and deleting a project, each change with its audit event in one
-transaction (apps.api.audit.audited): the API (apps.projects.api) and the pages
+transaction (apps.accounts.audit.audited): the API (apps.projects.api) and the pages
 (apps.web.views.settings) both go through here with their ``audit``."""
 
-from apps.api.audit import audited
+from apps.accounts.audit import audited
 
 from . import hooks
 

@@ -5,8 +5,12 @@ neither is left behind."""
 import pytest
 from django.db import connection
 from django.test import Client
+from django.utils import timezone
 
-from apps.accounts.models import AuditEvent, Invitation
+from apps.accounts.apikeys import create_api_key
+from apps.accounts.models import AuditEvent, Invitation, Membership, User
+from apps.badges.models import Badge
+from apps.executions.models import Execution
 from apps.jobs.models import Job
 from apps.jobs.services import pause_job
 from apps.projects.models import Project
@@ -165,3 +169,47 @@ def test_a_delete_that_fails_leaves_no_audit_event(case, tenant, make_job, api_5
     assert getattr(client, method)(url(tenant, job), data).status_code == 500
     assert model.objects.count() >= 1
     assert not AuditEvent.objects.filter(action__endswith=".delete").exists()
+
+
+def _other_member(tenant):
+    user = User.objects.create_user(email="other-member@example.com")
+    Membership.objects.create(user=user, organization=tenant.organization, role="developer")
+    return user
+
+
+def _finished_run(tenant, make_job):
+    return Execution.objects.create(job=_job(make_job, tenant), organization=tenant.organization,
+                                    status="succeeded", scheduled_for=timezone.now())
+
+
+def _not_revoked(key):
+    key.refresh_from_db()
+    return key.revoked_at is None
+
+
+# Changes whose event was written after their own transaction until they went through
+# apps.accounts.audit.audited: (name, make(tenant, make_job), ask(client, made), what must hold afterwards)
+SERVICE_CHANGES_REFUSED_AT_THE_AUDIT = {
+    "api key revoke": (lambda t, m: create_api_key(t.organization, "victim")[0],
+                       lambda c, key: c.post(f"/api/v1/api-keys/{key.pk}/revoke/"), _not_revoked),
+    "page key revoke": (lambda t, m: create_api_key(t.organization, "victim")[0],
+                        lambda c, key: c.post(f"/settings/api-keys/{key.pk}/revoke/"), _not_revoked),
+    "api member remove": (lambda t, m: _other_member(t), lambda c, user: c.delete(f"/api/v1/members/{user.pk}/"),
+                          lambda user: Membership.objects.filter(user=user).exists()),
+    "page member remove": (lambda t, m: _other_member(t),
+                           lambda c, user: c.post(f"/settings/members/{user.pk}/remove/"),
+                           lambda user: Membership.objects.filter(user=user).exists()),
+    "api execution replay": (_finished_run, lambda c, run: c.post(f"/api/v1/executions/{run.pk}/replay/"),
+                             lambda run: not Execution.objects.filter(replay_of=run).exists()),
+    "api job badge": (lambda t, m: _job(m, t), lambda c, job: c.post(f"/api/v1/jobs/{job.pk}/badge/"),
+                      lambda job: not Badge.objects.filter(job=job).exists()),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SERVICE_CHANGES_REFUSED_AT_THE_AUDIT))
+def test_a_service_change_whose_audit_event_fails_is_rolled_back(case, tenant, make_job, api_500, browser, refuse):
+    make, ask, holds = SERVICE_CHANGES_REFUSED_AT_THE_AUDIT[case]
+    made = make(tenant, make_job)
+    refuse(AUDIT, "INSERT")
+    assert ask(api_500 if case.startswith("api") else browser, made).status_code == 500
+    assert holds(made)

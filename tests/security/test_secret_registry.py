@@ -31,7 +31,7 @@ from rest_framework.test import APIClient
 from apps.accounts import gdpr
 from apps.accounts.encryption import EncryptedField
 from apps.accounts.models import AuditEvent, EncryptedTOTPDevice, Membership, OrganizationSSO, User
-from apps.accounts.services import record_audit
+from apps.accounts.audit import record_audit
 from apps.jobs import versions
 from apps.jobs.models import JobVersion
 from cronsvc import secrets as registry

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts import gdpr
+from apps.accounts.audit import audit_by
 from apps.accounts.models import DataExport
 
 from apps.api.actor import Role
@@ -82,16 +83,20 @@ class OrganizationDeletionView(ApiViewMixin, APIView):
         super().initial(request, *args, **kwargs)
         require_owner(self.actor)
 
+    def _owners_audit(self):
+        # the deletion's events name the owner alone, with no address (as the page's do)
+        return audit_by(self.actor.organization, user=self.actor.user)
+
     @extend_schema(responses=DeletionSerializer)
     def get(self, request):
         return Response({"erase_after": self.actor.organization.erase_after})
 
     @extend_schema(request=None, responses={202: DeletionSerializer})
     def post(self, request):
-        organization = gdpr.request_deletion(self.actor.organization, user=self.actor.user, now=timezone.now())
+        organization = gdpr.request_deletion(self.actor.organization, now=timezone.now(), audit=self._owners_audit())
         return Response({"erase_after": organization.erase_after}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={200: DeletionSerializer})  # a DELETE answers 204 unless told
     def delete(self, request):
-        organization = gdpr.cancel_deletion(self.actor.organization, user=self.actor.user)
+        organization = gdpr.cancel_deletion(self.actor.organization, audit=self._owners_audit())
         return Response({"erase_after": organization.erase_after})

@@ -14,7 +14,7 @@ from rest_framework import exceptions
 from apps.accounts import invitations as links
 from apps.accounts.models import Invitation, Membership, project_model
 from apps.api import ratelimit
-from apps.api.audit import audited, no_audit
+from apps.accounts.audit import audited, no_audit
 from apps.api.errors import Conflict
 
 from .members import AlreadyMember, set_member_projects

@@ -1,9 +1,9 @@
 """Membership changes: roles, per-project grants (django-guardian), removal. Memberships are
 made only by accepting an invitation (apps.api.accounts.invitations)."""
 
-from django.db import transaction
 from guardian.shortcuts import assign_perm, remove_perm
 
+from apps.accounts.audit import audited
 from apps.accounts.models import Membership, project_model
 from apps.api.actor import ACCESS_PROJECT, RANK, Role, actor_for_membership
 from apps.api.errors import Conflict
@@ -36,8 +36,8 @@ def set_member_projects(membership, project_ids):
         assign_perm(ACCESS_PROJECT, membership.user, org_projects.filter(pk__in=project_ids))
 
 
-@transaction.atomic
-def change(membership, *, role=None, project_ids=...):
+@audited
+def change(membership, *, role=None, project_ids=..., audit):
     if role is not None and membership.role == Role.OWNER and role != Role.OWNER:
         _keep_an_owner(membership)
     if role is not None:
@@ -45,15 +45,18 @@ def change(membership, *, role=None, project_ids=...):
         membership.save(update_fields=["role"])
     if project_ids is not ...:
         set_member_projects(membership, project_ids)
+    audit("member.update", membership.user, {"role": membership.role, "projects": project_ids
+                                              if project_ids is not ... else "unchanged"})
     return membership
 
 
-@transaction.atomic
-def remove(membership):
+@audited
+def remove(membership, *, audit):
     if membership.role == Role.OWNER:
         _keep_an_owner(membership)
     remove_perm(ACCESS_PROJECT, membership.user, project_model().objects.for_organization(membership.organization))
     membership.delete()
+    audit("member.remove", membership.user, {"email": membership.user.email})
 
 
 def _keep_an_owner(membership):

@@ -5,7 +5,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.accounts.models import ApiKey, AuditEvent, Invitation, Membership
-from apps.accounts.apikeys import create_api_key
 
 from apps.api.actor import RANK, Role
 from apps.api.base import StrictModelSerializer
@@ -59,20 +58,6 @@ class ApiKeySerializer(StrictModelSerializer):
         if value is not None and value <= timezone.now():
             raise serializers.ValidationError("Give an expiry in the future, or none.", code="in_the_past")
         return value
-
-    def create(self, validated_data):
-        project_ids = validated_data.pop("projects", None)
-        key, full_key = create_api_key(
-            validated_data["organization"], validated_data["name"], scopes=validated_data["scopes"],
-            created_by=validated_data["created_by"], expires_at=validated_data.get("expires_at"),
-        )
-        if project_ids is not None:
-            key.limited_to_projects = True
-            key.save(update_fields=["limited_to_projects"])
-            key.projects.set(project_ids)
-        key.key = full_key  # only in this response (NewApiKeySerializer); never stored
-        return key
-
 
 
 class NewApiKeySerializer(ApiKeySerializer):

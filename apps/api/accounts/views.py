@@ -1,15 +1,15 @@
 """API keys, members, invitations and the audit log (owners and admins)."""
 
 import django_filters
-from django.db import transaction
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
+from apps.accounts.apikeys import create_api_key
 from apps.accounts.models import ApiKey, AuditEvent, Membership
+from apps.accounts.services import revoke_api_key
 
 from . import invitations, members
 from apps.api.actor import Role
@@ -49,9 +49,10 @@ class ApiKeyViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMix
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        with transaction.atomic():
-            key = serializer.save(organization=self.actor.organization, created_by=self.actor.user)
-            self.audit("api_key.create", key, {"name": key.name, "scopes": key.scopes})
+        data = serializer.validated_data
+        key, key.key = create_api_key(  # the full key only in this response (NewApiKeySerializer)
+            self.actor.organization, data["name"], scopes=data["scopes"], created_by=self.actor.user,
+            expires_at=data.get("expires_at"), project_ids=data.get("projects"), audit=self.audit)
         return Response(NewApiKeySerializer(key, context=self.get_serializer_context()).data,
                         status=status.HTTP_201_CREATED)
 
@@ -59,10 +60,7 @@ class ApiKeyViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMix
     def revoke(self, request, pk=None):
         key = self.get_object()
         EmptySerializer(data=request.data or {}).is_valid(raise_exception=True)
-        if key.revoked_at is None:
-            key.revoked_at = timezone.now()
-            key.save(update_fields=["revoked_at"])
-            self.audit("api_key.revoke", key)
+        revoke_api_key(key, audit=self.audit)
         return Response(self.get_serializer(key).data)
 
 
@@ -98,14 +96,11 @@ class MemberViewSet(ApiViewMixin, viewsets.ModelViewSet):
         membership, data = serializer.instance, serializer.validated_data
         require_owner_for(self.actor, membership.role, data.get("role"))
         projects = data["projects"] if "projects" in data else ...
-        members.change(membership, role=data.get("role"), project_ids=projects)
-        self.audit("member.update", membership.user, {"role": membership.role, "projects": projects
-                                                       if projects is not ... else "unchanged"})
+        members.change(membership, role=data.get("role"), project_ids=projects, audit=self.audit)
 
     def perform_destroy(self, membership):
         require_owner_for(self.actor, membership.role)
-        members.remove(membership)
-        self.audit("member.remove", membership.user, {"email": membership.user.email})
+        members.remove(membership, audit=self.audit)
 
 
 def require_owner_for(actor, *roles):

@@ -2,7 +2,6 @@
 
 import django_filters
 from django import forms
-from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status, viewsets
@@ -123,9 +122,9 @@ class ExecutionFilter(django_filters.FilterSet):
                                     needed=(cursor.offset if cursor else 0) + pages.get_page_size(self.request) + 1)
 
 
-def replay(execution, *, now=None):
+def replay(execution, *, audit, now=None):
     try:
-        return triggers.replay(execution, now=now)
+        return triggers.replay(execution, now=now, audit=audit)
     except triggers.NotFinished:
         raise ExecutionNotFinished() from None
 
@@ -175,8 +174,7 @@ class ExecutionViewSet(_ExecutionViews):
     def replay(self, request, pk=None):
         execution = self.get_object()
         EmptySerializer(data=request.data or {}).is_valid(raise_exception=True)
-        new = replay(execution)
-        self.audit("execution.replay", execution, {"replay": str(new.pk)})
+        new = replay(execution, audit=self.audit)
         return Response(ExecutionSerializer(new).data, status=status.HTTP_202_ACCEPTED)
 
     @action(detail=True, methods=["post"])
@@ -185,9 +183,8 @@ class ExecutionViewSet(_ExecutionViews):
         EmptySerializer(data=request.data or {}).is_valid(raise_exception=True)
         actor = self.actor
         try:
-            execution = cancelling.cancel(
-                execution, by=cancelled_by(user=actor.user, api_key=actor.api_key),
-                on_cancel=lambda done: self.audit("execution.cancel", done, {"status_before": execution.status}))
+            execution = cancelling.cancel(execution, by=cancelled_by(user=actor.user, api_key=actor.api_key),
+                                          audit=self.audit)
         except cancelling.ExecutionFinished as exc:
             raise ExecutionAlreadyFinished(exc.execution) from None
         return Response(ExecutionSerializer(execution).data)
@@ -222,8 +219,5 @@ class DeadLetterViewSet(_ExecutionViews):
         missing = [str(pk) for pk in ids if pk not in dead]
         if missing:
             raise NotDead(missing)
-        with transaction.atomic():
-            replays = triggers.replay_all([dead[pk] for pk in ids])
-            self.audit("execution.bulk_replay", None, {"replayed": [str(pk) for pk in ids],
-                                                        "replays": [str(r.pk) for r in replays]})
+        replays = triggers.replay_all([dead[pk] for pk in ids], audit=self.audit)
         return Response({"replays": ExecutionSerializer(replays, many=True).data}, status=status.HTTP_202_ACCEPTED)

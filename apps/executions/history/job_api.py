@@ -271,9 +271,7 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
                 raise NotFound("This job has no badge yet; POST to create it.")
             return Response(BadgeSerializer(badge).data)
         self._no_body()
-        badge, created = badge_for(job=job)
-        if created:
-            self.audit("badge.create", job, {"badge": badge.pk})
+        badge, created = badge_for(job=job, audit=self.audit)
         return Response(BadgeSerializer(badge).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     def _no_body(self):

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from django.db import transaction
 
-from apps.api.audit import audited
+from apps.accounts.audit import audited
 from apps.sql.clock import database_now
 from .. import events
 from . import publishing
@@ -34,16 +34,22 @@ class NotFinished(ValueError):
     """Only a finished execution can be replayed."""
 
 
-def replay(execution, *, now=None):
+@audited
+def replay(execution, *, now=None, audit):
     """A new run of the execution's job, linked to it (trigger ``replay``)."""
     if execution.status not in Execution.FINAL_STATUSES:
         raise NotFinished("Only a finished execution can be replayed; wait until it is done.")
-    return trigger_now(execution.job, now=now, trigger=Execution.Trigger.REPLAY, replay_of=execution)
+    new = trigger_now(execution.job, now=now, trigger=Execution.Trigger.REPLAY, replay_of=execution)
+    audit("execution.replay", execution, {"replay": str(new.pk)})
+    return new
 
 
-@transaction.atomic
-def replay_all(executions, *, now=None):
-    """Replay each execution, all or none."""
+@audited
+def replay_all(executions, *, now=None, audit, action="execution.bulk_replay", target=None):
+    """Replay each execution, all or none, with one audit event naming them all (``action``
+    on ``target``: the page names a single replay after its run)."""
     now = now or database_now()
     # Distinct instants: two replays of one job must not collide on (job, scheduled_for, trigger).
-    return [replay(execution, now=now + timedelta(microseconds=i)) for i, execution in enumerate(executions)]
+    replays = [replay(execution, now=now + timedelta(microseconds=i)) for i, execution in enumerate(executions)]
+    audit(action, target, {"replayed": [str(e.pk) for e in executions], "replays": [str(r.pk) for r in replays]})
+    return replays

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from apps.accounts import otp_views, signin_scope, sso
 from apps.api import ratelimit
 from apps.api.audit import client_ip
-from apps.accounts.services import record_audit
+from apps.accounts.audit import record_audit
 from apps.accounts.models import Organization
 from apps.plans.models import DEFAULT_PLAN_CODE, Plan
 from apps.projects.models import Project

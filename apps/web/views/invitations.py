@@ -20,7 +20,7 @@ from django.views.decorators.http import require_http_methods
 from apps.accounts import invitations as links
 from apps.accounts import signin_scope, sso
 from apps.accounts.models import User
-from apps.accounts.services import record_audit
+from apps.accounts.audit import record_audit
 from apps.api.access import SESSION_KEY
 from apps.api.accounts import invitations
 from apps.api.audit import client_ip

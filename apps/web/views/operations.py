@@ -4,7 +4,6 @@ from functools import partial
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -56,11 +55,10 @@ def dead_letter_replay(request):
         messages.error(request, "Some of the chosen runs are no longer in the dead letter; nothing was replayed.")
         return redirect("web:dead_letter")
     try:
-        with transaction.atomic():
-            replays = replay_all([dead[pk] for pk in ids])
-            audit(request, "execution.bulk_replay" if len(ids) > 1 else "execution.replay",
-                  None if len(ids) > 1 else dead[ids[0]],
-                  {"replayed": [str(pk) for pk in ids], "replays": [str(r.pk) for r in replays]})
+        one = len(ids) == 1
+        replays = replay_all([dead[pk] for pk in ids], audit=partial(audit, request),
+                             action="execution.replay" if one else "execution.bulk_replay",
+                             target=dead[ids[0]] if one else None)
     except NotFinished as exc:
         messages.error(request, str(exc))
         return redirect("web:dead_letter")

@@ -34,8 +34,7 @@ def execution_cancel(request, pk):
     require_role(request, Role.DEVELOPER)
     before = execution.status
     try:
-        cancelling.cancel(execution, by=cancelling.cancelled_by(user=request.user),
-                          on_cancel=lambda done: audit(request, "execution.cancel", done, {"status_before": before}))
+        cancelling.cancel(execution, by=cancelling.cancelled_by(user=request.user), audit=partial(audit, request))
     except cancelling.ExecutionFinished as exc:
         messages.error(request, f"Not cancelled: the run already finished ({exc.execution.get_status_display()}).")
     else:

@@ -31,6 +31,7 @@ from apps.api.accounts.serializers import ApiKeySerializer, InvitationSerializer
 from apps.api.throttling import count_hit
 from apps.accounts import gdpr, otp_views
 from apps.accounts.models import ApiKey, DataExport, Invitation, Membership
+from apps.accounts.audit import audit_by
 from apps.accounts.services import revoke_api_key
 from apps.billing.views import usage_context
 from apps.jobs.forms import local_instant
@@ -289,11 +290,10 @@ def member_change(request, user_id):
     role = serializer.validated_data["role"]
     _require_owner_for(request, membership.role, role)
     try:
-        member_rules.change(membership, role=role)
+        member_rules.change(membership, role=role, audit=partial(audit, request))
     except Conflict as exc:
         messages.error(request, str(exc.detail))
         return redirect("web:members")
-    audit(request, "member.update", membership.user, {"role": membership.role, "projects": "unchanged"})
     messages.success(request, f"{membership.user.email} is now {membership.get_role_display().lower()}.")
     return redirect("web:members")
 
@@ -304,11 +304,10 @@ def member_remove(request, user_id):
     membership = _membership(request, user_id)
     _require_owner_for(request, membership.role)
     try:
-        member_rules.remove(membership)
+        member_rules.remove(membership, audit=partial(audit, request))
     except Conflict as exc:
         messages.error(request, str(exc.detail))
         return redirect("web:members")
-    audit(request, "member.remove", membership.user, {"email": membership.user.email})
     messages.success(request, f"{membership.user.email} removed from the organization.")
     if membership.user_id == request.user.pk:
         request.session.pop(SESSION_KEY, None)
@@ -355,14 +354,9 @@ def api_key_create(request):
         return render(request, "web/settings/api_keys.html",
                       _keys_context(request, errors=_errors(serializer), values=request.POST), status=400)
     data = serializer.validated_data
-    with transaction.atomic():
-        key, full_key = create_api_key(request.actor.organization, data["name"], scopes=data["scopes"],
-                                       created_by=request.user, expires_at=data.get("expires_at"))
-        if data.get("projects") is not None:
-            key.limited_to_projects = True
-            key.save(update_fields=["limited_to_projects"])
-            key.projects.set(data["projects"])
-        audit(request, "api_key.create", key, {"name": key.name, "scopes": key.scopes})
+    key, full_key = create_api_key(request.actor.organization, data["name"], scopes=data["scopes"],
+                                   created_by=request.user, expires_at=data.get("expires_at"),
+                                   project_ids=data.get("projects"), audit=partial(audit, request))
     return render(request, "web/settings/api_keys.html", _keys_context(request, new_key={"key": key,
                                                                                          "full": full_key}))
 
@@ -372,7 +366,7 @@ def api_key_create(request):
 def api_key_revoke(request, pk):
     key = get_object_or_404(ApiKey.objects.for_organization(request.actor.organization), pk=pk)
     if key.revoked_at is None:
-        revoke_api_key(key, actor_user=request.user)
+        revoke_api_key(key, audit=audit_by(key.organization, user=request.user))
         messages.success(request, f"API key “{key.name}” revoked: it no longer works.")
     return redirect("web:api_keys")
 
@@ -452,11 +446,11 @@ def data_export_download(request, pk):
 def organization_delete(request):
     organization = request.actor.organization
     if request.POST.get("action") == "cancel":
-        gdpr.cancel_deletion(organization, user=request.user)
+        gdpr.cancel_deletion(organization, audit=audit_by(organization, user=request.user))
         messages.success(request, "Deletion cancelled. The jobs it paused run again; jobs you had paused "
                                   "before stay paused.")
     elif request.POST.get("confirm", "").strip() == organization.name:
-        gdpr.request_deletion(organization, user=request.user, now=timezone.now())
+        gdpr.request_deletion(organization, now=timezone.now(), audit=audit_by(organization, user=request.user))
         messages.success(request, f"Every job is stopped; the data will be erased after "
                                   f"{settings.ORG_DELETION_GRACE_DAYS} days unless you cancel.")
     else:

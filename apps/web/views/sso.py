@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from apps.accounts import otp_views, signin_scope, sso
 from apps.api.audit import audit, client_ip
 from apps.accounts.models import OrganizationSSO
-from apps.accounts.services import record_audit
+from apps.accounts.audit import record_audit
 from cronsvc.oidc import parse_domains
 
 from apps.api import ratelimit
