@@ -23,7 +23,7 @@ from apps.badges.api import BADGE_EXAMPLE, BadgeSerializer, badge_for
 from apps.badges.models import Badge
 from apps.jobs import versions
 from apps.jobs.api import (JOB_EXAMPLE, JOB_HAS_LINKS, PLAN_LIMIT_NOTE, HasDependents, JobFilter, job_of,
-                           placed_runs_payload)
+                           listed_jobs, placed_runs_payload)
 from apps.jobs.links import load_links
 from apps.jobs.crontab_import import ImportCrontabSerializer, ImportResultSerializer, import_crontab
 from apps.jobs.models import Job
@@ -101,7 +101,9 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         return Response(represent(JobSerializer, self.get_object(), self.get_serializer_context()))
 
     def list(self, request, *args, **kwargs):
-        jobs = self.filter_queryset(self.get_queryset()).annotate(has_links=JOB_HAS_LINKS)
+        jobs = listed_jobs(self.actor, request.query_params, filters.OrderingFilter.ordering_param)
+        if jobs is None:  # a filter, a search or an ordering: the ORM's queryset
+            jobs = self.filter_queryset(self.get_queryset()).annotate(has_links=JOB_HAS_LINKS)
         page = self._complete(self.paginate_queryset(jobs))
         return self.get_paginated_response(represent_many(JobSerializer, page, self.get_serializer_context()))
 
