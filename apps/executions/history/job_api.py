@@ -39,7 +39,7 @@ from apps.jobs.windowing import job_next_runs
 from ..lateness import with_first_start
 from ..models import Execution
 from ..scheduling.triggers import trigger_now
-from .api import ExecutionFilter, history_page
+from .api import ExecutionFilter, history_page, listed_executions
 from .serializers import ExecutionSerializer
 from .stats_api import DESCRIPTION as STATS_DESCRIPTION, EXAMPLE as STATS_EXAMPLE, WINDOW
 from .stats_api import StatsSerializer, stats_response, window_of
@@ -249,8 +249,10 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
             queryset=Execution.objects.none())  # tells the schema what the filters apply to
     def executions(self, request, pk=None):
         job = self.get_object()
-        executions = self.filter_queryset(with_first_start(Execution.objects.for_organization(self.actor.organization)
-                                                           .filter(job=job)))
+        executions = listed_executions(self.actor, request.query_params, job)
+        if executions is None:  # a filter or a search, or SQLite: the ORM's queryset
+            executions = self.filter_queryset(with_first_start(
+                Execution.objects.for_organization(self.actor.organization).filter(job=job)))
         page = self.paginate_queryset(executions)
         return self.get_paginated_response(history_page(page, self.get_serializer_context()))
 
