@@ -67,15 +67,22 @@ def test_the_jobs_list_pages_are_the_orms(api, jobs, monkeypatch):
     assert assert_same(api, "/api/v1/jobs/?page=9", monkeypatch).status_code == 404
 
 
-def test_a_key_limited_to_projects_lists_only_their_jobs(tenant, jobs, monkeypatch):
+@pytest.fixture
+def other_project_key(tenant, jobs):
+    """A key limited to the project "Other", and its client."""
     key, full = create_api_key(tenant.organization, "one project")
     key.limited_to_projects = True
     key.save()
     key.projects.set([jobs["other"]])
-    listed = every_page(key_client(full), "/api/v1/jobs/?page_size=1", monkeypatch)
+    return key, key_client(full)
+
+
+def test_a_key_limited_to_projects_lists_only_their_jobs(jobs, other_project_key, monkeypatch):
+    key, client = other_project_key
+    listed = every_page(client, "/api/v1/jobs/?page_size=1", monkeypatch)
     assert sorted(job["project"] for job in listed) == [str(jobs["other"].pk)] * 2
     key.projects.set([])
-    assert assert_same(key_client(full), "/api/v1/jobs/", monkeypatch).json()["count"] == 0
+    assert assert_same(client, "/api/v1/jobs/", monkeypatch).json()["count"] == 0
 
 
 def test_an_organization_without_jobs_lists_an_empty_page(api, other_tenant, make_job, monkeypatch):
@@ -131,15 +138,12 @@ def test_the_history_pages_are_the_orms_forwards_and_back(api, runs, monkeypatch
     assert len(filtered.json()["results"]) == 3
 
 
-def test_a_key_limited_to_projects_sees_only_their_history(tenant, runs, monkeypatch):
-    key, full = create_api_key(tenant.organization, "one project")
-    key.limited_to_projects = True
-    key.save()
-    key.projects.set([runs["other"]])
-    listed = every_page(key_client(full), "/api/v1/executions/?page_size=4", monkeypatch)
+def test_a_key_limited_to_projects_sees_only_their_history(runs, other_project_key, monkeypatch):
+    key, client = other_project_key
+    listed = every_page(client, "/api/v1/executions/?page_size=4", monkeypatch)
     assert {run["job"] for run in listed} == {str(runs["made"][5].pk)} and len(listed) == 7
     key.projects.set([])
-    assert assert_same(key_client(full), "/api/v1/executions/", monkeypatch).json()["results"] == []
+    assert assert_same(client, "/api/v1/executions/", monkeypatch).json()["results"] == []
 
 
 def test_a_job_without_runs_and_an_organization_without_history_list_empty_pages(api, tenant, runs, monkeypatch):
