@@ -1,7 +1,8 @@
 """The executions app's hand-written SQL (PostgreSQL) and the cursors that run it: the
 set-based statements that record finished runs (recording.py), insert scheduled runs and
 advance claimed jobs (scheduler.py), each over binary arrays built from one column list
-(apps.sql.bulk.Unnest), and the purge's array deletes (purging.py). The logic around them,
+(apps.sql.bulk.Unnest), the purge's array deletes (purging.py) and the API's unfiltered
+history pages (history/api.py). The logic around them,
 and the ORM paths of the embedded mode's SQLite, stay in those modules."""
 
 from functools import cache
@@ -15,7 +16,7 @@ from apps.jobs.models import Job
 from apps.sql.bulk import Unnest, binding_cursor
 from apps.sql.rows import fetch_all, select_list
 
-from .models import Attempt, Execution
+from .models import Attempt, DeletedJob, Execution
 
 S = Execution.Status
 _quote = connection.ops.quote_name
@@ -365,3 +366,33 @@ def delete_executions(ids, links):
                 cursor.execute(f'UPDATE "{table}" SET "{column}" = NULL WHERE "{column}" = ANY(%s)', [ids])
         cursor.execute(f'DELETE FROM "{Execution._meta.db_table}" WHERE id = ANY(%s)', [ids])
         return cursor.rowcount
+
+
+# --- the history's pages (history/api.py, history/job_api.py) ----------------------------
+
+
+def history_page_sql(*, job, project_count, position, reverse):
+    """A page of an organization's history as the ORM writes it unfiltered: its runs but those
+    of its deleted jobs still being purged (``Execution.objects.for_organization``), with
+    ``job`` one job's, with ``project_count`` (not None) only those of that many projects'
+    jobs, with ``position`` only those before it (after it, ``reverse``), newest first (oldest,
+    ``reverse``: the cursor pagination's ordering), each with ``first_started_at``
+    (lateness.with_first_start). Parameters: the organization twice, then the job, the project
+    ids and the position as asked, then LIMIT and OFFSET."""
+    execution, attempt = _quote(Execution._meta.db_table), _quote(Attempt._meta.db_table)
+    deleted, jobs = _quote(DeletedJob._meta.db_table), _quote(Job._meta.db_table)
+    direction = "ASC" if reverse else "DESC"
+    sql = (f"SELECT {select_list(Execution, 'e')}, CASE WHEN e.attempt = 0 THEN e.started_at ELSE "
+           f"(SELECT a.started_at FROM {attempt} a WHERE a.execution_id = e.id AND a.number = 1 "
+           f"ORDER BY a.started_at LIMIT 1) END FROM {execution} e ")
+    if project_count is not None:
+        sql += f"JOIN {jobs} j ON j.id = e.job_id "
+    sql += (f"WHERE e.organization_id = %s AND NOT (e.job_id IN "
+            f"(SELECT g.job_id FROM {deleted} g WHERE g.organization_id = %s))")
+    if job:
+        sql += " AND e.job_id = %s"
+    if project_count is not None:
+        sql += f" AND j.project_id IN ({', '.join(['%s'] * project_count)})"
+    if position:
+        sql += f" AND e.scheduled_for {'>' if reverse else '<'} %s"
+    return sql + f" ORDER BY e.scheduled_for {direction}, e.id {direction} LIMIT %s OFFSET %s"

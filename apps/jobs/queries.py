@@ -1,8 +1,8 @@
 """The jobs app's hand-written SQL and the cursors that run it: the version number a change
 of a job takes (versions.py), each organization's job count read on every create and the
 triggers on the jobs table that keep it (jobcount.py, for PostgreSQL and the embedded
-mode's SQLite), and the API's per-request reads of a job, its links and its projects
-(api.py, links.py, serializers.py, run by apps.sql.rows). The logic around them stays in
+mode's SQLite), and the API's per-request reads of a job, its links, its projects and
+the jobs list's pages (api.py, links.py, serializers.py, run by apps.sql.rows). The logic around them stays in
 those modules."""
 
 from django.db import connection, connections
@@ -55,6 +55,31 @@ def links_sql(job_count):
     return (f'SELECT {rows.select_list(JobDependency, "d")}, j."name" '
             f'FROM "{JobDependency._meta.db_table}" d JOIN "{Job._meta.db_table}" j ON j."id" = d."downstream_id" '
             f'WHERE d."upstream_id" IN ({marks}) OR d."downstream_id" IN ({marks}) ORDER BY d."id"')
+
+
+def _scope(project_count):
+    """An organization's jobs (alias ``j``), with ``project_count`` (not None) only those of
+    that many project ids, given after the organization."""
+    where = 'j."organization_id" = %s'
+    if project_count is not None:
+        where += f' AND j."project_id" IN ({_marks(project_count)})'
+    return where
+
+
+def job_page_sql(*, project_count):
+    """A page of the jobs list as the ORM writes it unfiltered (apps.jobs.api.JOB_HAS_LINKS,
+    the viewset's ordering): the jobs in ``_scope`` by name then id, each with whether it has
+    any dependency link; LIMIT and OFFSET given last."""
+    link_table = JobDependency._meta.db_table
+    return (f'SELECT {rows.select_list(Job, "j")}, EXISTS (SELECT 1 FROM "{link_table}" d '
+            'WHERE d."upstream_id" = j."id" OR d."downstream_id" = j."id") '
+            f'FROM "{Job._meta.db_table}" j WHERE {_scope(project_count)} '
+            'ORDER BY j."name", j."id" LIMIT %s OFFSET %s')
+
+
+def job_total_sql(*, project_count):
+    """How many jobs are in ``_scope``."""
+    return f'SELECT COUNT(*) FROM "{Job._meta.db_table}" j WHERE {_scope(project_count)}'
 
 
 PROJECT_OF_ORGANIZATION = (f'SELECT {rows.select_list(Project, "p")} FROM "{Project._meta.db_table}" p '

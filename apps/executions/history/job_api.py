@@ -23,7 +23,7 @@ from apps.badges.api import BADGE_EXAMPLE, BadgeSerializer, badge_for
 from apps.badges.models import Badge
 from apps.jobs import versions
 from apps.jobs.api import (JOB_EXAMPLE, JOB_HAS_LINKS, PLAN_LIMIT_NOTE, HasDependents, JobFilter, job_of,
-                           placed_runs_payload)
+                           listed_jobs, placed_runs_payload)
 from apps.jobs.links import load_links
 from apps.jobs.crontab_import import ImportCrontabSerializer, ImportResultSerializer, import_crontab
 from apps.jobs.models import Job
@@ -39,7 +39,7 @@ from apps.jobs.windowing import job_next_runs
 from ..lateness import with_first_start
 from ..models import Execution
 from ..scheduling.triggers import trigger_now
-from .api import ExecutionFilter, history_page
+from .api import ExecutionFilter, history_page, listed_executions
 from .serializers import ExecutionSerializer
 from .stats_api import DESCRIPTION as STATS_DESCRIPTION, EXAMPLE as STATS_EXAMPLE, WINDOW
 from .stats_api import StatsSerializer, stats_response, window_of
@@ -101,7 +101,9 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         return Response(represent(JobSerializer, self.get_object(), self.get_serializer_context()))
 
     def list(self, request, *args, **kwargs):
-        jobs = self.filter_queryset(self.get_queryset()).annotate(has_links=JOB_HAS_LINKS)
+        jobs = listed_jobs(self.actor, request.query_params, filters.OrderingFilter.ordering_param)
+        if jobs is None:  # a filter, a search or an ordering: the ORM's queryset
+            jobs = self.filter_queryset(self.get_queryset()).annotate(has_links=JOB_HAS_LINKS)
         page = self._complete(self.paginate_queryset(jobs))
         return self.get_paginated_response(represent_many(JobSerializer, page, self.get_serializer_context()))
 
@@ -117,9 +119,12 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def _complete(self, jobs):
         """The caller's organization (and plan) as loaded by authentication, rather than
         joined again per job, and the page's dependency links in one query (none when no
-        job of the page has any)."""
+        job of the page has any). The organization goes straight into each job's related-
+        object cache: every job of the page is the organization's (its ``organization_id``
+        already equal), and Django's descriptor costs some fifteen calls a job to set it."""
+        organization = self.actor.organization
         for job in jobs:
-            job.organization = self.actor.organization
+            job._state.fields_cache["organization"] = organization
         return load_links(jobs)
 
     def create(self, request, *args, **kwargs):
@@ -244,8 +249,10 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
             queryset=Execution.objects.none())  # tells the schema what the filters apply to
     def executions(self, request, pk=None):
         job = self.get_object()
-        executions = self.filter_queryset(with_first_start(Execution.objects.for_organization(self.actor.organization)
-                                                           .filter(job=job)))
+        executions = listed_executions(self.actor, request.query_params, job)
+        if executions is None:  # a filter or a search, or SQLite: the ORM's queryset
+            executions = self.filter_queryset(with_first_start(
+                Execution.objects.for_organization(self.actor.organization).filter(job=job)))
         page = self.paginate_queryset(executions)
         return self.get_paginated_response(history_page(page, self.get_serializer_context()))
 
