@@ -2,7 +2,9 @@
 
 from functools import partial
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
+from django.db import models
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination, PageNumberPagination
 
@@ -34,6 +36,9 @@ class _CountedPaginator(Paginator):
         self.count = count  # in place of the cached property that would run COUNT
 
 
+_TIMESTAMP = models.DateTimeField()
+
+
 class NewestFirstCursorPagination(CursorPagination):
     """Keyset pagination on an indexed timestamp: constant cost at any depth."""
 
@@ -44,8 +49,13 @@ class NewestFirstCursorPagination(CursorPagination):
 
     def decode_cursor(self, request):
         try:
-            return super().decode_cursor(request)
-        except NotFound:  # DRF answers 404 to a bad cursor; it is bad input
+            cursor = super().decode_cursor(request)
+            if cursor is not None and cursor.position is not None:
+                # A forged position would reach the database's comparison and fail there (a 500);
+                # every ordering here starts with a timestamp.
+                _TIMESTAMP.to_python(cursor.position)
+            return cursor
+        except (NotFound, DjangoValidationError):  # DRF answers 404 to a bad cursor; it is bad input
             raise InvalidCursor({"cursor": ["This cursor is not valid; start again from the first page."]}) from None
 
 
