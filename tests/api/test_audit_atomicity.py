@@ -13,6 +13,8 @@ from apps.badges.models import Badge
 from apps.executions.models import Execution
 from apps.jobs.models import Job
 from apps.jobs.services import pause_job
+from apps.notifications.models import Channel, NotificationRule
+from apps.notifications.services import save_channel
 from apps.projects.models import Project
 from tests.web.conftest import job_form
 
@@ -187,6 +189,15 @@ def _not_revoked(key):
     return key.revoked_at is None
 
 
+def _channel(tenant):
+    return save_channel(Channel(project=tenant.project), kind="email", name="before",
+                        config={"to": ["ops@example.com"]})
+
+
+def _channel_named_before(channel):
+    return Channel.objects.filter(pk=channel.pk, name="before").exists()
+
+
 # Changes whose event was written after their own transaction until they went through
 # apps.accounts.audit.audited: (name, make(tenant, make_job), ask(client, made), what must hold afterwards)
 SERVICE_CHANGES_REFUSED_AT_THE_AUDIT = {
@@ -203,6 +214,17 @@ SERVICE_CHANGES_REFUSED_AT_THE_AUDIT = {
                              lambda run: not Execution.objects.filter(replay_of=run).exists()),
     "api job badge": (lambda t, m: _job(m, t), lambda c, job: c.post(f"/api/v1/jobs/{job.pk}/badge/"),
                       lambda job: not Badge.objects.filter(job=job).exists()),
+    "api channel update": (lambda t, m: _channel(t),
+                           lambda c, channel: c.patch(f"/api/v1/channels/{channel.pk}/", {"name": "after"},
+                                                      format="json"), _channel_named_before),
+    "page channel edit": (lambda t, m: _channel(t),
+                          lambda c, channel: c.post(f"/notifications/channels/{channel.pk}/",
+                                                    {"name": "after", "config_to": "ops@example.com"}),
+                          _channel_named_before),
+    "api project rule update": (lambda t, m: t.project,
+                                lambda c, project: c.put(f"/api/v1/projects/{project.pk}/notification-rule/",
+                                                         {"failure_threshold": 3}, format="json"),
+                                lambda project: not NotificationRule.objects.filter(project=project).exists()),
 }
 
 
