@@ -198,6 +198,16 @@ def _channel_named_before(channel):
     return Channel.objects.filter(pk=channel.pk, name="before").exists()
 
 
+def _named(organization, name):
+    organization.refresh_from_db()
+    return organization.name == name
+
+
+def _secrets_kept(project, secrets):
+    project.refresh_from_db()
+    return project.signing_secrets == secrets
+
+
 # Changes whose event was written after their own transaction until they went through
 # apps.accounts.audit.audited: (name, make(tenant, make_job), ask(client, made), what must hold afterwards)
 SERVICE_CHANGES_REFUSED_AT_THE_AUDIT = {
@@ -225,6 +235,13 @@ SERVICE_CHANGES_REFUSED_AT_THE_AUDIT = {
                                 lambda c, project: c.put(f"/api/v1/projects/{project.pk}/notification-rule/",
                                                          {"failure_threshold": 3}, format="json"),
                                 lambda project: not NotificationRule.objects.filter(project=project).exists()),
+    "page organization rename": (lambda t, m: (t.organization, t.organization.name),
+                                 lambda c, made: c.post("/settings/organization/rename/", {"name": "After"}),
+                                 lambda made: _named(*made)),
+    "page signing secret rotate": (lambda t, m: (t.project, list(t.project.signing_secrets)),
+                                   lambda c, made: c.post(f"/settings/projects/{made[0].pk}/signing-secrets/",
+                                                          {"action": "rotate"}),
+                                   lambda made: _secrets_kept(*made)),
 }
 
 
