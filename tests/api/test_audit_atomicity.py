@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from apps.accounts.apikeys import create_api_key
-from apps.accounts.models import AuditEvent, Invitation, Membership, User
+from apps.accounts.models import AuditEvent, DataExport, Invitation, Membership, OrganizationSSO, User
 from apps.badges.models import Badge
 from apps.executions.models import Execution
 from apps.jobs.models import Job
@@ -208,6 +208,12 @@ def _secrets_kept(project, secrets):
     return project.signing_secrets == secrets
 
 
+def _sso(tenant):
+    return OrganizationSSO.objects.create(organization=tenant.organization, issuer="https://idp.example.com",
+                                          client_id="cronsvc", client_secret="s3cret-at-rest",
+                                          allowed_domains="example.com", default_role="viewer")
+
+
 # Changes whose event was written after their own transaction until they went through
 # apps.accounts.audit.audited: (name, make(tenant, make_job), ask(client, made), what must hold afterwards)
 SERVICE_CHANGES_REFUSED_AT_THE_AUDIT = {
@@ -242,6 +248,13 @@ SERVICE_CHANGES_REFUSED_AT_THE_AUDIT = {
                                    lambda c, made: c.post(f"/settings/projects/{made[0].pk}/signing-secrets/",
                                                           {"action": "rotate"}),
                                    lambda made: _secrets_kept(*made)),
+    "page sso configuration delete": (lambda t, m: _sso(t),
+                                      lambda c, config: c.post("/settings/sso/", {"action": "delete"}),
+                                      lambda config: OrganizationSSO.objects.filter(pk=config.pk).exists()),
+    "page data export request": (lambda t, m: t.organization,
+                                 lambda c, organization: c.post("/settings/data/export/"),
+                                 lambda organization: not DataExport.objects.filter(
+                                     organization=organization).exists()),
 }
 
 

@@ -414,7 +414,8 @@ def data_and_security(request):
 @member_view(role=Role.OWNER)
 @require_POST
 def data_export(request):
-    gdpr.request_export(request.actor.organization, user=request.user)
+    gdpr.request_export(request.actor.organization, user=request.user,
+                        audit=audit_by(request.actor.organization, user=request.user))
     messages.success(request, "Your export is being prepared; it appears below when ready.")
     return redirect("data_settings")
 
