@@ -6,8 +6,8 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from apps.plans.models import Plan
 
-from . import invitations, services
-from .audit import audit_by, record_audit
+from . import invitations, services, sso
+from .audit import audit_by
 from .models import (ApiKey, AuditEvent, EncryptedTOTPDevice, ErasedOrganization, Invitation, Membership,
                      Organization, OrganizationSSO, SSOIdentity, User)
 
@@ -193,9 +193,8 @@ class OrganizationSSOAdmin(admin.ModelAdmin):
     raw_id_fields = ["organization"]
 
     def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
-        record_audit(obj.organization, "sso.configuration_saved", target=obj.organization,
-                     actor_user=request.user, data={"by_operator": True, "changed": form.changed_data})
+        sso.save_configuration(obj, reported={"changed": form.changed_data},
+                               audit=audit_by(obj.organization, user=request.user, operator=True))
 
 
 @admin.register(SSOIdentity)

@@ -22,7 +22,7 @@ from cronsvc import secrets as registry
 
 from .hooks import resume_after_cancelled_deletion
 from .models import AuditEvent, DataExport, ErasedOrganization, Membership, Organization, User
-from .audit import audited, record_audit
+from .audit import audited
 
 log = logging.getLogger(__name__)
 # Never exported: key hashes, archives. Secret fields (those the registry of secrets,
@@ -134,10 +134,11 @@ def compressed_export(organization):
     return archive.getvalue()
 
 
-def request_export(organization, *, user):
+@audited
+def request_export(organization, *, user, audit):
     """A pending export; the task builds it (big organizations take a while)."""
     export = DataExport.objects.create(organization=organization, requested_by=user)
-    record_audit(organization, "organization.export", target=export, actor_user=user)
+    audit("organization.export", export)
     transaction.on_commit(lambda: current_app.send_task(BUILD_EXPORT_TASK, args=[str(export.pk)]))
     return export
 

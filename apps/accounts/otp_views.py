@@ -23,7 +23,7 @@ from django_otp import login as otp_login
 
 from . import signin_scope
 from .models import EncryptedTOTPDevice, Organization
-from .audit import record_audit
+from .audit import audit_by, audited
 
 PENDING_USER = "otp_pending_user"
 PENDING_NEXT = "otp_pending_next"
@@ -98,17 +98,14 @@ def two_factor(request):
     elif action == "confirm":
         device = EncryptedTOTPDevice.objects.filter(user=user, confirmed=False).first()
         if device is not None and device.verify_token(request.POST.get("token", "").strip()):
-            device.confirmed = True
-            device.save(update_fields=["confirmed"])
+            _confirm(device, audit=_audit_everywhere(user))
             otp_login(request, device)
-            _audit(user, "user.two_factor_enabled")
             messages.success(request, "Two-factor authentication is on.")
             return redirect("two_factor")
         error = "That code is not right; check the time on your phone and try the current one."
     elif action == "disable":
         if match_token(user, request.POST.get("token", "").strip()) is not None:
-            EncryptedTOTPDevice.objects.filter(user=user).delete()
-            _audit(user, "user.two_factor_disabled")
+            _disable(user, audit=_audit_everywhere(user))
             messages.success(request, "Two-factor authentication is off.")
             return redirect("two_factor")
         error = "Give a current code to turn two-factor authentication off."
@@ -125,9 +122,29 @@ def _base32(device):
     return b32encode(device.bin_key).decode()
 
 
-def _audit(user, action):
-    for membership in user.memberships.select_related("organization"):
-        record_audit(membership.organization, action, target=user, actor_user=user)
+def _audit_everywhere(user):
+    """The ``audit`` of ``user`` changing their own sign-in: one event in each of their organizations."""
+    audits = [audit_by(membership.organization, user=user)
+              for membership in user.memberships.select_related("organization")]
+
+    def audit(action, target=None, data=None):
+        for each in audits:
+            each(action, target, data)
+
+    return audit
+
+
+@audited
+def _confirm(device, *, audit):
+    device.confirmed = True
+    device.save(update_fields=["confirmed"])
+    audit("user.two_factor_enabled", device.user)
+
+
+@audited
+def _disable(user, *, audit):
+    EncryptedTOTPDevice.objects.filter(user=user).delete()
+    audit("user.two_factor_disabled", user)
 
 
 class OperatorTwoFactorMiddleware:

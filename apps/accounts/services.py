@@ -1,9 +1,17 @@
-"""Operator actions on tenants, each with its audit event (apps.accounts.audit)."""
+"""Actions on tenants (an operator's, or its own admin's rename), each with its audit event
+(apps.accounts.audit)."""
 
 from django.utils import timezone
 
 from .audit import audited
 from .hooks import run_plan_change
+
+
+@audited
+def rename_organization(organization, name, *, audit):
+    previous, organization.name = organization.name, name
+    organization.save(update_fields=["name"])
+    audit("organization.rename", organization, {"from": previous, "to": name})
 
 
 @audited

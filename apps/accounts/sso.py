@@ -21,7 +21,7 @@ from cronsvc import oidc
 from cronsvc.delivery.guard import outbound_policy
 
 from .models import Membership, Organization, OrganizationSSO, SSOIdentity, User
-from .audit import record_audit
+from .audit import audit_by, audited
 from .signin_scope import Scope, scope_of
 
 PENDING = "sso_pending"  # session key: {state: {...}} of the sign-ins under way
@@ -186,20 +186,46 @@ def provision(config, email, claims, *, signed_in_user=None, now=None):
             raise SSOError("sso_account_exists", f"An account with {email} already exists and reaches other "
                            "organizations too: log in to it with your password first, then choose \"Sign in with "
                            "SSO\" to connect it.", organization)
-        identity = SSOIdentity.objects.create(user=user, organization=organization, issuer=issuer,
-                                              subject=claims["sub"])
-        record_audit(organization, "sso.identity_linked", target=user, actor_user=user,
-                     data={"email": email, "issuer": issuer, "new_user": created_user})
+        identity = _link(user, organization, issuer, claims["sub"], email=email, new_user=created_user,
+                         audit=audit_by(organization, user=user))
     user = identity.user
     if not user.is_active:
         raise SSOError("sso_user_inactive", f"The account {user.email} is deactivated.", organization)
     SSOIdentity.objects.filter(pk=identity.pk).update(last_login_at=now or timezone.now())
-    membership, created_membership = Membership.objects.get_or_create(
-        user=user, organization=organization, defaults={"role": config.default_role})
-    if created_membership:
-        record_audit(organization, "sso.member_provisioned", target=user, actor_user=user,
-                     data={"email": user.email, "role": membership.role, "new_user": created_user})
+    membership, created_membership = _membership(user, config, new_user=created_user,
+                                                 audit=audit_by(organization, user=user))
     return SignIn(user, membership, created_user, created_membership)
+
+
+@audited
+def _link(user, organization, issuer, subject, *, email, new_user, audit):
+    identity = SSOIdentity.objects.create(user=user, organization=organization, issuer=issuer, subject=subject)
+    audit("sso.identity_linked", user, {"email": email, "issuer": issuer, "new_user": new_user})
+    return identity
+
+
+@audited
+def _membership(user, config, *, new_user, audit):
+    """(membership, created): a member with the configuration's default role when not yet one."""
+    membership, created = Membership.objects.get_or_create(
+        user=user, organization=config.organization, defaults={"role": config.default_role})
+    if created:
+        audit("sso.member_provisioned", user, {"email": user.email, "role": membership.role, "new_user": new_user})
+    return membership, created
+
+
+@audited
+def save_configuration(config, *, reported, audit):
+    """Save an organization's SSO configuration; its event's data is ``reported`` (the page
+    names the settings, the admin the fields changed)."""
+    config.save()
+    audit("sso.configuration_saved", config.organization, reported)
+
+
+@audited
+def delete_configuration(config, *, audit):
+    config.delete()
+    audit("sso.configuration_deleted", config.organization)
 
 
 def _recheck_link(user, config, signed_in_user):

@@ -55,7 +55,7 @@ class ChannelSerializer(StrictModelSerializer):
             data["signing_secret"] = channel.config.get("secret")  # shown once, on create
         return data
 
-    def save(self, **kwargs):
+    def save(self, *, audit, asked=None):
         values = dict(self.validated_data)
         channel = self.instance or Channel(project=values["project"])
         if self.instance is not None and "project" in values and values["project"] != channel.project:
@@ -64,7 +64,7 @@ class ChannelSerializer(StrictModelSerializer):
         try:
             self.instance = services.save_channel(
                 channel, kind=values.get("kind"), name=values.get("name"), config=values.get("config"),
-                events=values.get("events"), enabled=values.get("enabled"))
+                events=values.get("events"), enabled=values.get("enabled"), asked=asked, audit=audit)
         except ConfigError as exc:
             raise invalid(exc) from None
         return self.instance
@@ -89,19 +89,16 @@ class ChannelViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        channel = serializer.save()
-        self.audit("channel.create", channel, {"name": channel.name, "kind": channel.kind})
+        channel = serializer.save(audit=self.audit)
         data = ChannelSerializer(channel, context={**self.get_serializer_context(), "reveal": True}).data
         return Response(data, status=status.HTTP_201_CREATED)
 
     def perform_update(self, serializer):
         fields = sorted(serializer.initial_data) if isinstance(serializer.initial_data, dict) else []
-        channel = serializer.save()
-        self.audit("channel.update", channel, {"fields": fields})
+        serializer.save(asked=fields, audit=self.audit)
 
     def perform_destroy(self, channel):
-        self.audit("channel.delete", channel, {"name": channel.name, "kind": channel.kind})
-        channel.delete()
+        services.delete_channel(channel, audit=self.audit)
 
     @extend_schema(request=None, responses=TestResultSerializer,
                    description="Send a test message through the channel now; the result is in the answer "
@@ -113,6 +110,7 @@ class ChannelViewSet(ApiViewMixin, viewsets.ModelViewSet):
         if wait is not None:  # per channel and per organization (MAIL_PER_*_PER_HOUR)
             raise exceptions.Throttled(wait=wait, detail="Too many test messages: try again later.")
         result, detail = services.test_channel(channel)
+        # A test message changes nothing: a plain event, not an audited change.
         self.audit("channel.test", channel, {"status": result})
         return Response({"status": result, "detail": detail})
 
@@ -251,10 +249,10 @@ class _RuleView(ApiViewMixin, APIView):
         serializer = RuleSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
-            rule = services.set_rule(project, job, serializer.validated_data)
+            rule = services.set_rule(project, job, serializer.validated_data,
+                                     reported=dict(serializer.validated_data), audit=self.audit)
         except ConfigError as exc:
             raise invalid(exc) from None
-        self.audit("notification_rule.update", job or project, dict(serializer.validated_data))
         return rule
 
     @extend_schema(responses=RuleOutSerializer)
@@ -296,8 +294,7 @@ class JobRuleView(_RuleView):
     def delete(self, request, pk):
         project, job = self.target()
         self._check_write()
-        if services.clear_job_rule(job):
-            self.audit("notification_rule.delete", job)
+        services.clear_job_rule(job, audit=self.audit)
         return Response(rule_body(project, job))
 
 

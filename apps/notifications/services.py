@@ -3,9 +3,9 @@ both enforce the same checks. Callers check the role and scope the objects (tena
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.utils import timezone
 
+from apps.accounts.audit import audited
 from cronsvc.notify.formats import alert_message
 
 from .models import ALL_EVENTS, Event, EventSubscription, Notification, NotificationRule
@@ -25,8 +25,11 @@ def clean_events(events):
     return events
 
 
-def save_channel(channel, *, kind=None, name=None, config=None, events=None, enabled=None):
-    """Create (unsaved ``channel`` with project set) or update a channel."""
+@audited
+def save_channel(channel, *, kind=None, name=None, config=None, events=None, enabled=None, asked=None, audit):
+    """Create (unsaved ``channel`` with project set) or update a channel. Its update event names
+    the fields ``asked`` (the API's request) when given, else the channel's name and kind."""
+    adding = channel._state.adding
     if kind is not None and channel.pk and kind != channel.kind and not channel._state.adding:
         raise ConfigError("kind", "immutable", "A channel's kind cannot change; create another channel.")
     if kind is not None:
@@ -42,7 +45,18 @@ def save_channel(channel, *, kind=None, name=None, config=None, events=None, ena
         channel.enabled = enabled
     channel.organization_id = channel.project.organization_id
     channel.save()
+    named = {"name": channel.name, "kind": channel.kind}
+    if adding:
+        audit("channel.create", channel, named)
+    else:
+        audit("channel.update", channel, named if asked is None else {"fields": asked})
     return channel
+
+
+@audited
+def delete_channel(channel, *, audit):
+    audit("channel.delete", channel, {"name": channel.name, "kind": channel.kind})  # first: it names what goes
+    channel.delete()
 
 
 def test_channel(channel, *, now=None):
@@ -93,10 +107,11 @@ def _int(name, value, low, high):
     return number
 
 
-@transaction.atomic
-def set_rule(project, job=None, values=None, *, now=None):
+@audited
+def set_rule(project, job=None, values=None, *, now=None, reported=None, audit):
     """The project's default rule (``job`` None) or the job's own, created or updated. A
-    late threshold set or changed judges only the runs scheduled from ``now`` on."""
+    late threshold set or changed judges only the runs scheduled from ``now`` on. Its audit
+    event's data is ``reported`` (the API reports the values asked, the pages the fields)."""
     values = clean_rule(values or {})
     rule = NotificationRule.objects.select_for_update().filter(project=project, job=job).first()
     if rule is None:
@@ -106,11 +121,17 @@ def set_rule(project, job=None, values=None, *, now=None):
     for name, value in values.items():
         setattr(rule, name, value)
     rule.save()
+    audit("notification_rule.update", job or project, reported)
     return rule
 
 
-def clear_job_rule(job):
-    return NotificationRule.objects.filter(job=job).delete()[0] > 0
+@audited
+def clear_job_rule(job, *, audit):
+    """The job follows its project's rule again; True if it had one of its own."""
+    cleared = NotificationRule.objects.filter(job=job).delete()[0] > 0
+    if cleared:
+        audit("notification_rule.delete", job)
+    return cleared
 
 
 def rule_view(project, job=None):

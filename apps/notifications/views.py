@@ -8,6 +8,8 @@ another organization's ids are 404.
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -67,12 +69,11 @@ def _channel_form(request, project, channel=None):
         channel = channel or Channel(project=project)
         try:
             channel = services.save_channel(channel, kind=kind, name=values["name"] or kind, config=config,
-                                            events=values["events"] or None, enabled=values["enabled"])
+                                            events=values["events"] or None, enabled=values["enabled"],
+                                            audit=partial(audit, request))
         except ConfigError as exc:
             errors = {exc.field.replace("config.", "config_"): [exc.message]}
         else:
-            audit(request, "channel.create" if adding else "channel.update", channel,
-                  {"name": channel.name, "kind": channel.kind})
             if adding and channel.kind == "webhook":
                 messages.success(request, f"Channel “{channel.name}” added. Its signing secret (shown once): "
                                           f"{channel.config['secret']}")
@@ -108,8 +109,7 @@ def channel_edit(request, pk):
 def channel_delete(request, pk):
     channel = get_object_or_404(_channels(request), pk=pk)
     require_role(request, Role.DEVELOPER)
-    audit(request, "channel.delete", channel, {"name": channel.name, "kind": channel.kind})
-    channel.delete()
+    services.delete_channel(channel, audit=partial(audit, request))
     messages.success(request, f"Channel “{channel.name}” deleted.")
     return redirect("web:notifications")
 
@@ -126,6 +126,7 @@ def channel_test(request, pk):
         response["Retry-After"] = str(wait)
         return response
     status, detail = services.test_channel(channel)
+    # A test message changes nothing: a plain event, not an audited change.
     audit(request, "channel.test", channel, {"status": status})
     if not request.headers.get("HX-Request"):  # without JavaScript: the answer as a message
         (messages.success if status == "sent" else messages.error)(
@@ -140,19 +141,18 @@ def _rule_form(request, project, job=None):
     if request.method == "POST":
         require_role(request, Role.DEVELOPER)
         if job is not None and request.POST.get("inherit") == "on":
-            services.clear_job_rule(job)
-            audit(request, "notification_rule.delete", job)
+            services.clear_job_rule(job, audit=partial(audit, request))
             messages.success(request, "The job now follows its project's notification rule.")
             return redirect("web:job_detail", pk=job.pk)
         values = {name: request.POST.get(name, "").strip() for name in RULE_FIELDS}
         values["notify_recovery"] = request.POST.get("notify_recovery") == "on"
         values["notify_disabled"] = request.POST.get("notify_disabled") == "on"
         try:
-            services.set_rule(project, job, values)
+            services.set_rule(project, job, values, reported={"fields": sorted(values)},
+                              audit=partial(audit, request))
         except ConfigError as exc:
             errors = {exc.field: [exc.message]}
         else:
-            audit(request, "notification_rule.update", job or project, {"fields": sorted(values)})
             messages.success(request, "Notification rule saved.")
             return redirect("web:job_detail", pk=job.pk) if job else redirect("web:notifications")
     source, rule = services.rule_view(project, job)

@@ -8,11 +8,13 @@ from django.test import Client
 from django.utils import timezone
 
 from apps.accounts.apikeys import create_api_key
-from apps.accounts.models import AuditEvent, Invitation, Membership, User
+from apps.accounts.models import AuditEvent, DataExport, Invitation, Membership, OrganizationSSO, User
 from apps.badges.models import Badge
 from apps.executions.models import Execution
 from apps.jobs.models import Job
 from apps.jobs.services import pause_job
+from apps.notifications.models import Channel, NotificationRule
+from apps.notifications.services import save_channel
 from apps.projects.models import Project
 from tests.web.conftest import job_form
 
@@ -187,6 +189,31 @@ def _not_revoked(key):
     return key.revoked_at is None
 
 
+def _channel(tenant):
+    return save_channel(Channel(project=tenant.project), kind="email", name="before",
+                        config={"to": ["ops@example.com"]})
+
+
+def _channel_named_before(channel):
+    return Channel.objects.filter(pk=channel.pk, name="before").exists()
+
+
+def _named(organization, name):
+    organization.refresh_from_db()
+    return organization.name == name
+
+
+def _secrets_kept(project, secrets):
+    project.refresh_from_db()
+    return project.signing_secrets == secrets
+
+
+def _sso(tenant):
+    return OrganizationSSO.objects.create(organization=tenant.organization, issuer="https://idp.example.com",
+                                          client_id="cronsvc", client_secret="s3cret-at-rest",
+                                          allowed_domains="example.com", default_role="viewer")
+
+
 # Changes whose event was written after their own transaction until they went through
 # apps.accounts.audit.audited: (name, make(tenant, make_job), ask(client, made), what must hold afterwards)
 SERVICE_CHANGES_REFUSED_AT_THE_AUDIT = {
@@ -203,6 +230,31 @@ SERVICE_CHANGES_REFUSED_AT_THE_AUDIT = {
                              lambda run: not Execution.objects.filter(replay_of=run).exists()),
     "api job badge": (lambda t, m: _job(m, t), lambda c, job: c.post(f"/api/v1/jobs/{job.pk}/badge/"),
                       lambda job: not Badge.objects.filter(job=job).exists()),
+    "api channel update": (lambda t, m: _channel(t),
+                           lambda c, channel: c.patch(f"/api/v1/channels/{channel.pk}/", {"name": "after"},
+                                                      format="json"), _channel_named_before),
+    "page channel edit": (lambda t, m: _channel(t),
+                          lambda c, channel: c.post(f"/notifications/channels/{channel.pk}/",
+                                                    {"name": "after", "config_to": "ops@example.com"}),
+                          _channel_named_before),
+    "api project rule update": (lambda t, m: t.project,
+                                lambda c, project: c.put(f"/api/v1/projects/{project.pk}/notification-rule/",
+                                                         {"failure_threshold": 3}, format="json"),
+                                lambda project: not NotificationRule.objects.filter(project=project).exists()),
+    "page organization rename": (lambda t, m: (t.organization, t.organization.name),
+                                 lambda c, made: c.post("/settings/organization/rename/", {"name": "After"}),
+                                 lambda made: _named(*made)),
+    "page signing secret rotate": (lambda t, m: (t.project, list(t.project.signing_secrets)),
+                                   lambda c, made: c.post(f"/settings/projects/{made[0].pk}/signing-secrets/",
+                                                          {"action": "rotate"}),
+                                   lambda made: _secrets_kept(*made)),
+    "page sso configuration delete": (lambda t, m: _sso(t),
+                                      lambda c, config: c.post("/settings/sso/", {"action": "delete"}),
+                                      lambda config: OrganizationSSO.objects.filter(pk=config.pk).exists()),
+    "page data export request": (lambda t, m: t.organization,
+                                 lambda c, organization: c.post("/settings/data/export/"),
+                                 lambda organization: not DataExport.objects.filter(
+                                     organization=organization).exists()),
 }
 
 

@@ -56,7 +56,8 @@ class DataExportViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveMode
 
     @extend_schema(request=None, responses={202: DataExportSerializer})
     def create(self, request, *args, **kwargs):
-        export = gdpr.request_export(self.actor.organization, user=self.actor.user)
+        export = gdpr.request_export(self.actor.organization, user=self.actor.user,
+                                     audit=audit_by(self.actor.organization, user=self.actor.user))
         return Response(DataExportSerializer(export).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses={(200, "application/gzip"): OpenApiResponse(description="The JSON archive, gzipped.")})

@@ -14,7 +14,6 @@ from functools import partial
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -32,15 +31,14 @@ from apps.api.throttling import count_hit
 from apps.accounts import gdpr, otp_views
 from apps.accounts.models import ApiKey, DataExport, Invitation, Membership
 from apps.accounts.audit import audit_by
-from apps.accounts.services import revoke_api_key
+from apps.accounts.services import rename_organization, revoke_api_key
 from apps.billing.views import usage_context
 from apps.jobs.forms import local_instant
 from apps.jobs.queries import job_count
 from apps.projects.api import ProjectSerializer
-from apps.projects.models import Project
-from apps.projects.services import create_project, delete_project, update_project
+from apps.projects.services import (create_project, delete_project, end_signing_secret_rotation,
+                                   rotate_signing_secret, update_project)
 from apps.accounts.apikeys import create_api_key
-from cronsvc.delivery.signing import generate_secret
 from cronsvc.schedules.describe import format_duration
 from cronsvc.schedules.localtime import zone_name
 
@@ -81,9 +79,7 @@ def organization_rename(request):
     if not name or len(name) > 120:
         messages.error(request, "Give the organization a name of 1 to 120 characters.")
     else:
-        previous, org.name = org.name, name
-        org.save(update_fields=["name"])
-        audit(request, "organization.rename", org, {"from": previous, "to": name})
+        rename_organization(org, name, audit=partial(audit, request))
         messages.success(request, "Organization renamed.")
     return redirect("web:settings")
 
@@ -162,25 +158,16 @@ def signing_secrets(request, pk):
     revealed = None
     if request.method == "POST":
         action = request.POST.get("action")
-        with transaction.atomic():
-            project = Project.objects.select_for_update().get(pk=project.pk)
-            secrets = list(project.signing_secrets or [])
-            if action == "reveal":
-                revealed = secrets
-                audit(request, "project.signing_secret.reveal", project)
-            elif action == "rotate":
-                new = generate_secret()
-                project.signing_secrets = [new, *secrets[:1]]
-                project.save(update_fields=["signing_secrets"])
-                revealed = [new]
-                audit(request, "project.signing_secret.rotate", project)
-                messages.success(request, "New secret made. Runs are signed with both until you end the rotation.")
-            elif action == "end_rotation" and len(secrets) > 1:
-                project.signing_secrets = secrets[:1]
-                project.save(update_fields=["signing_secrets"])
-                audit(request, "project.signing_secret.end_rotation", project)
-                messages.success(request, "Rotation ended: runs are signed with the new secret only.")
-                return redirect("web:signing_secrets", pk=project.pk)
+        if action == "reveal":  # shows, changes nothing: a plain event
+            revealed = list(project.signing_secrets or [])
+            audit(request, "project.signing_secret.reveal", project)
+        elif action == "rotate":
+            revealed = [rotate_signing_secret(project, audit=partial(audit, request))]
+            project.refresh_from_db(fields=["signing_secrets"])
+            messages.success(request, "New secret made. Runs are signed with both until you end the rotation.")
+        elif action == "end_rotation" and end_signing_secret_rotation(project, audit=partial(audit, request)):
+            messages.success(request, "Rotation ended: runs are signed with the new secret only.")
+            return redirect("web:signing_secrets", pk=project.pk)
     secrets = list(project.signing_secrets or [])
     return render(request, "web/settings/signing.html", {
         "project": project, "masked": [_masked_secret(s) for s in secrets], "rotating": len(secrets) > 1,
@@ -427,7 +414,8 @@ def data_and_security(request):
 @member_view(role=Role.OWNER)
 @require_POST
 def data_export(request):
-    gdpr.request_export(request.actor.organization, user=request.user)
+    gdpr.request_export(request.actor.organization, user=request.user,
+                        audit=audit_by(request.actor.organization, user=request.user))
     messages.success(request, "Your export is being prepared; it appears below when ready.")
     return redirect("data_settings")
 

@@ -3,12 +3,12 @@ settings page. The flow itself is apps.accounts.sso; every refusal is a 4xx page
 stable code, written to the audit log when its organization is known."""
 
 import logging
+from functools import partial
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -113,8 +113,7 @@ def sso_settings(request):
     config = OrganizationSSO.objects.filter(organization=organization).first()
     errors = {}
     if request.method == "POST" and request.POST.get("action") == "delete" and config is not None:
-        config.delete()
-        audit(request, "sso.configuration_deleted", organization)
+        sso.delete_configuration(config, audit=partial(audit, request))
         messages.success(request, "Single sign-on is off; members log in with their passwords.")
         return redirect("web:sso_settings")
     if request.method == "POST":
@@ -159,11 +158,8 @@ def _save(request, organization, config):
         errors["allowed_domains"] = ["Give at least one e-mail domain, e.g. example.com."]
     if errors:
         return config, errors
-    with transaction.atomic():
-        config.save()
-        audit(request, "sso.configuration_saved", organization,
-              {"issuer": config.issuer, "client_id": config.client_id, "domains": config.domains,
-               "default_role": config.default_role, "enabled": config.enabled, "required": config.required,
-               "idp_enforces_mfa": config.idp_enforces_mfa,
-               "secret_changed": bool(secret)})
+    sso.save_configuration(config, audit=partial(audit, request), reported={
+        "issuer": config.issuer, "client_id": config.client_id, "domains": config.domains,
+        "default_role": config.default_role, "enabled": config.enabled, "required": config.required,
+        "idp_enforces_mfa": config.idp_enforces_mfa, "secret_changed": bool(secret)})
     return config, {}
