@@ -13,6 +13,7 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts.audit import no_audit
 from apps.api import ratelimit
 from apps.api.base import ApiViewMixin, StrictModelSerializer, StrictSerializer
 from apps.api.filters import FilterBackend
@@ -176,7 +177,8 @@ class EventSubscriptionSerializer(StrictModelSerializer):
         try:
             self.instance = services.save_subscription(subscription, url=values.get("url"),
                                                        event_types=values.get("event_types"),
-                                                       enabled=values.get("enabled"))
+                                                       enabled=values.get("enabled"),
+                                                       audit=kwargs.get("audit", no_audit))
         except ConfigError as exc:
             raise invalid(exc) from None
         return self.instance
@@ -195,19 +197,16 @@ class EventSubscriptionViewSet(ApiViewMixin, viewsets.ModelViewSet):
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        subscription = serializer.save()
-        self.audit("event_subscription.create", subscription, {"event_types": subscription.event_types})
+        subscription = serializer.save(audit=self.audit)
         data = EventSubscriptionSerializer(subscription,
                                            context={**self.get_serializer_context(), "reveal": True}).data
         return Response(data, status=status.HTTP_201_CREATED)
 
     def perform_update(self, serializer):
-        subscription = serializer.save()
-        self.audit("event_subscription.update", subscription, {"event_types": subscription.event_types})
+        serializer.save(audit=self.audit)
 
     def perform_destroy(self, subscription):
-        self.audit("event_subscription.delete", subscription)
-        subscription.delete()
+        services.delete_subscription(subscription, audit=self.audit)
 
 
 # --- rules --------------------------------------------------------------------------------

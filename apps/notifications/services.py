@@ -153,7 +153,10 @@ def clean_event_types(types):
     return types
 
 
-def save_subscription(subscription, *, url=None, event_types=None, enabled=None):
+@audited
+def save_subscription(subscription, *, url=None, event_types=None, enabled=None, audit):
+    """Create (unsaved ``subscription`` with project set) or update an event subscription."""
+    adding = subscription._state.adding
     if url is not None:
         subscription.url = check_url(url, "url")
     elif subscription._state.adding:
@@ -164,5 +167,13 @@ def save_subscription(subscription, *, url=None, event_types=None, enabled=None)
         subscription.enabled = enabled
     subscription.organization_id = subscription.project.organization_id
     subscription.save()
+    audit("event_subscription.create" if adding else "event_subscription.update", subscription,
+          {"event_types": subscription.event_types})
     return subscription
+
+
+@audited
+def delete_subscription(subscription, *, audit):
+    audit("event_subscription.delete", subscription)  # first: it names what goes
+    subscription.delete()
 

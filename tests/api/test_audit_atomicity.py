@@ -13,7 +13,7 @@ from apps.badges.models import Badge
 from apps.executions.models import Execution
 from apps.jobs.models import Job
 from apps.jobs.services import pause_job
-from apps.notifications.models import Channel, NotificationRule
+from apps.notifications.models import Channel, EventSubscription, NotificationRule
 from apps.notifications.services import save_channel
 from apps.projects.models import Project
 from tests.web.conftest import job_form
@@ -134,6 +134,10 @@ CREATES_REFUSED_AT_THE_AUDIT = {
                               lambda t: not Invitation.objects.filter(email="new-one@example.com").exists()),
     "page invitation create": (lambda c, t: c.post("/settings/members/invite/", {"email": "new-one@example.com"}),
                                lambda t: not Invitation.objects.filter(email="new-one@example.com").exists()),
+    "api event subscription create": (
+        lambda c, t: c.post("/api/v1/event-subscriptions/", {"project": str(t.project.pk),
+                                                             "url": "https://hooks.example.com/events"}, format="json"),
+        lambda t: not EventSubscription.objects.filter(url="https://hooks.example.com/events").exists()),
 }
 
 
