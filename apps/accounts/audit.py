@@ -11,7 +11,9 @@ What goes through ``audited``, and what does not: a change this code makes and a
 through it, so the event cannot outlive a change rolled back nor be lost from one committed.
 An event that records something that is not a change made by the code writing it (a sign-in
 let in or refused, an SSO refusal, a break-glass log-in) is one plain ``record_audit`` call:
-there is no change to commit with it."""
+there is no change to commit with it. One change cannot bind its ``audit`` in advance, the
+sign-up (apps/web/views/auth.py): its actor and organization are what it creates, so it
+writes ``organization.signup`` itself, inside the same ``transaction.atomic``."""
 
 import functools
 
