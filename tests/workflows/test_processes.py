@@ -2,6 +2,7 @@
 endpoint, on PostgreSQL and Redis."""
 
 import json
+import re
 import sys
 import threading
 from urllib.parse import parse_qs
@@ -80,7 +81,8 @@ def test_fan_in_on_two_workers_finishing_together_starts_the_downstream_once(tmp
         x, y = run_of(jobs["X"], run.id).get(), run_of(jobs["Y"], run.id).get()
         assert x.queue.endswith(".east") and y.queue.endswith(".west")
     assert len(target.requests_to(f"/fan-in-{mode}")) == 3
-    assert "east@" in east.output() and "west@" in west.output()
+    # each worker ran under its own node name (tests/support/processes.unique_node_name)
+    assert re.search(r"\beast-[0-9a-f]{8}@", east.output()) and re.search(r"\bwest-[0-9a-f]{8}@", west.output())
 
 
 def test_simultaneous_upstream_transactions_decide_the_fan_in_once(make_tenant, chain):
