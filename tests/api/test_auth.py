@@ -115,3 +115,12 @@ def test_key_requests_pass_the_browser_middleware_by(tenant, api):
     response = by_session.get("/api/v1/projects/")
     assert response.status_code == 200
     assert hasattr(response.wsgi_request, "session") and hasattr(response.wsgi_request, "_messages")
+
+
+@pytest.mark.parametrize("header", ["Bearer garbage", "Bearer", "bearer csk_live_unknown"])
+def test_a_bad_key_beside_a_signed_in_session_is_refused_not_let_in_by_the_session(client, tenant, header):
+    """The browser's middleware passes Bearer requests by (apps.api.middleware.BrowserOnly):
+    the key alone decides, so a stolen session cookie sent with any Bearer header gets nothing."""
+    client.force_login(tenant.owner)
+    response = client.get("/api/v1/jobs/", HTTP_AUTHORIZATION=header)
+    assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_api_key"
