@@ -48,7 +48,7 @@ class ExecutionAdmin(ReadOnlyAdmin):
             try:
                 cancelling.cancel(execution, by=by,
                                   audit=audit_by(execution.organization, user=request.user, operator=True))
-            except cancelling.ExecutionFinished:  # finished between the list and the cancel
+            except (cancelling.ExecutionFinished, cancelling.ExecutionGone):  # since the list was read
                 continue
             cancelled += 1
         self.message_user(request, f"Cancelled {cancelled} execution(s); the others selected had already "

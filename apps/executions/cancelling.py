@@ -38,6 +38,10 @@ class ExecutionFinished(Exception):
         self.execution = execution
 
 
+class ExecutionGone(Exception):
+    """The run was deleted (its job or organization with it) after the caller read it."""
+
+
 def cancelled_by(*, user=None, api_key=None, operator=False):
     """How a cancel names who asked for it (Execution.cancelled_by)."""
     if api_key is not None:
@@ -53,7 +57,8 @@ def cancel(execution, *, by, now=None, audit):
     it reloaded.
 
     Idempotent: an execution already cancelled is returned as it is, with no audit event.
-    Raises ExecutionFinished for one that finished otherwise."""
+    Raises ExecutionFinished for one that finished otherwise, and ExecutionGone for one
+    deleted since the caller read it (a job deleted at the same moment takes its runs)."""
     now = now or timezone.now()
     before = execution.status
     previous = _locked_status(execution) if outbox.enabled() else None  # the event says from what
@@ -61,7 +66,9 @@ def cancel(execution, *, by, now=None, audit):
         status=S.CANCELLED, cancelled_at=now, cancelled_by=by, finished_at=now,
         lease_expires_at=None, next_attempt_at=None,
     )
-    execution = Execution.objects.get(pk=execution.pk)
+    execution = Execution.objects.filter(pk=execution.pk).first()
+    if execution is None:
+        raise ExecutionGone()
     if not changed:
         if execution.status == S.CANCELLED:
             return execution

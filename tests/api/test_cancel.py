@@ -106,6 +106,32 @@ def test_another_tenants_run_is_404(api, other_tenant, make_job):
     assert Execution.objects.get(pk=theirs.pk).status == "queued"
 
 
+def test_a_run_deleted_with_its_job_while_being_cancelled_is_404_not_500(api, tenant, make_job, monkeypatch):
+    """The job is deleted between the request's read of the run and its cancel (the race
+    CI's interleavings test once hit): the caller gets the 404 it would have got a moment later."""
+    from apps.executions.history.api import ExecutionViewSet
+
+    execution = run_of(make_job(tenant))
+    read = ExecutionViewSet.get_object
+
+    def read_then_lose_the_job(self):
+        found = read(self)
+        found.job.delete()
+        return found
+
+    monkeypatch.setattr(ExecutionViewSet, "get_object", read_then_lose_the_job)
+    response = cancel(api, execution)
+    assert response.status_code == 404 and error_of(response)["code"] == "not_found"
+    assert not AuditEvent.objects.filter(action="execution.cancel").exists()
+
+
+def test_the_service_says_a_run_deleted_since_it_was_read_is_gone(tenant, make_job):
+    execution = run_of(make_job(tenant))
+    execution.job.delete()
+    with pytest.raises(cancelling.ExecutionGone):
+        cancelling.cancel(execution, by=cancelling.cancelled_by())
+
+
 @pytest.mark.parametrize("role, allowed", [("viewer", False), ("developer", True)])
 def test_a_viewer_cannot_cancel(tenant, make_job, member_client, role, allowed):
     execution = run_of(make_job(tenant))

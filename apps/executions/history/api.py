@@ -255,6 +255,8 @@ class ExecutionViewSet(_ExecutionViews):
                                           audit=self.audit)
         except cancelling.ExecutionFinished as exc:
             raise ExecutionAlreadyFinished(exc.execution) from None
+        except cancelling.ExecutionGone:
+            raise NotFound() from None  # as if it had been gone when the request came
         return Response(ExecutionSerializer(execution).data)
 
 

@@ -5,6 +5,7 @@ from functools import partial
 
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
@@ -35,6 +36,8 @@ def execution_cancel(request, pk):
     before = execution.status
     try:
         cancelling.cancel(execution, by=cancelling.cancelled_by(user=request.user), audit=partial(audit, request))
+    except cancelling.ExecutionGone:
+        raise Http404("The run was deleted with its job.") from None
     except cancelling.ExecutionFinished as exc:
         messages.error(request, f"Not cancelled: the run already finished ({exc.execution.get_status_display()}).")
     else:
