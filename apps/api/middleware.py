@@ -10,6 +10,7 @@ from django.contrib.auth import middleware as auth_middleware
 from django.contrib.messages import middleware as messages_middleware
 from django.contrib.sessions import middleware as sessions_middleware
 from django.http import HttpResponse, JsonResponse, QueryDict
+from django.template.loader import render_to_string
 from django_otp import middleware as otp_middleware
 from django.urls import Resolver404, resolve
 from django.utils.datastructures import MultiValueDict
@@ -26,9 +27,24 @@ LONG_FORM_READ_FACTOR = 16
 CSP_EXEMPT_PREFIXES = ("/api/docs/",)
 
 
+# What a person sees when a page's request is over a limit (a browser asks for HTML).
+_PAGE_REFUSALS = {
+    413: ("Too large to send", "Nothing was saved. Go back, shorten the longest field (a pasted file, "
+                               "most likely) and send the form again."),
+    414: ("Address too long", "Go back and try again with a shorter address or fewer filters."),
+    431: ("Request headers too large", "Your browser sent more cookies or headers than this server "
+                                       "reads. Clear this site's cookies, then sign in again."),
+}
+
+
 def _refuse(request, status, code, message):
     if request.path.startswith(API_PREFIX):
         return JsonResponse({"error": {"code": code, "message": message, "fields": {}}}, status=status)
+    if status in _PAGE_REFUSALS and "text/html" in request.META.get("HTTP_ACCEPT", ""):
+        heading, advice = _PAGE_REFUSALS[status]
+        page = render_to_string("web/_error.html", {"code": status, "heading": heading,
+                                                    "text": f"{message} {advice}"}, request=request)
+        return HttpResponse(page, status=status)
     return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 

@@ -86,6 +86,22 @@ def test_a_form_too_large_to_read_and_the_api_keep_the_413(tenant, owner, api):
     assert response.status_code == 413 and response.json()["error"]["code"] == "request_too_large"
 
 
+def test_any_other_page_over_the_limits_gets_a_page_that_says_what_to_do(tenant, owner):
+    """Forms other than the job form are not read past the limit, but a person still gets
+    a page of the site's own, saying nothing was saved and what to shorten."""
+    body = urlencode({"name": "x" * (2 * 1024 * 1024)})
+    response = owner.post("/monitors/new/", body, content_type="application/x-www-form-urlencoded",
+                          HTTP_ACCEPT="text/html,application/xhtml+xml")
+    assert response.status_code == 413
+    page = html(response)
+    assert "<h1>Too large to send</h1>" in page and "Nothing was saved" in page and "shorten the longest field" in page
+    assert 'href="/"' in page  # the site's own error layout, a way back
+    response = owner.get("/jobs/", HTTP_ACCEPT="text/html", HTTP_X_PADDING="y" * 40000)
+    assert response.status_code == 431 and "Clear this site" in html(response)
+    scripted = owner.post("/monitors/new/", body, content_type="application/x-www-form-urlencoded")
+    assert scripted.status_code == 413 and scripted["Content-Type"].startswith("text/plain")
+
+
 def _run_with_attempt(tenant, job):
     from apps.executions.models import Attempt, Execution
 
