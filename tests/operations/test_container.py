@@ -201,6 +201,13 @@ def _output(done):
     return done.stdout + done.stderr
 
 
+def test_the_image_holds_the_platform_not_its_tests_or_benchmarks(image):
+    listing = podman("run", "--rm", image, "python", "-c", "import os; print(' '.join(sorted(os.listdir('/app'))))")
+    files = set(listing.stdout.split())
+    assert {"apps", "config", "cronsvc", "manage.py", "Procfile", "static"} <= files, files
+    assert not files & {"tests", "bench", "soak", ".git", ".venv"}, files
+
+
 def test_without_the_sandbox_flags_the_image_says_why_script_jobs_cannot_run(image, sandbox_flags):
     # podman's default seccomp profile refuses bubblewrap's sethostname: a worker started so
     # refuses script jobs (and logs this reason) rather than running them unsandboxed. With
