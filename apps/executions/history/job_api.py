@@ -44,15 +44,13 @@ from .serializers import ExecutionSerializer
 from .stats_api import DESCRIPTION as STATS_DESCRIPTION, EXAMPLE as STATS_EXAMPLE, WINDOW
 from .stats_api import StatsSerializer, stats_response, window_of
 
-# What the published schema has said of the operations without a description of their own
-# since they were actions mixed into the viewset (the mixins' docstring): kept word for word,
-# as the schema may not change here; a real description is a change of the API's documentation.
-UNDESCRIBED = "Mixed into JobViewSet: its get_object (tenancy, roles) finds the job."
-
-
 @extend_schema_view(
-    list=extend_schema(description=UNDESCRIBED),
-    retrieve=extend_schema(description=UNDESCRIBED),
+    list=extend_schema(description=(
+        "The jobs of the projects your key reaches, by name unless `?ordering=` says otherwise "
+        "(`name`, `created_at`, `updated_at`, `next_run_at`; `-` for descending), with the filters below.")),
+    retrieve=extend_schema(description=(
+        "One job: its schedule, request (credentials masked), retry and notification settings, next "
+        "run and health. Another organization's job, or one your key does not reach, is 404.")),
     create=extend_schema(
         examples=[JOB_EXAMPLE],
         parameters=[OpenApiParameter(idempotency.HEADER, str, OpenApiParameter.HEADER, description=(
@@ -187,7 +185,10 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
 
     @extend_schema(request=ImportCrontabSerializer, responses={200: ImportResultSerializer,
                                                                201: ImportResultSerializer},
-                   description=UNDESCRIBED)
+                   description=(
+                       "Turn a crontab (user or system format) into jobs: each line is checked and "
+                       "reported. By default (`dry_run: true`) nothing is created (200); with "
+                       "`dry_run: false` the valid lines become jobs (201)."))
     @action(detail=False, methods=["post"], url_path="import-crontab", filter_backends=[], pagination_class=None)
     def import_crontab(self, request):
         serializer = ImportCrontabSerializer(data=request.data, context=self.get_serializer_context())
@@ -243,7 +244,9 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
         execution = trigger_now(job, audit=self.audit)
         return Response(ExecutionSerializer(execution).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(responses=ExecutionSerializer(many=True), filters=True, description=UNDESCRIBED)
+    @extend_schema(responses=ExecutionSerializer(many=True), filters=True, description=(
+        "This job's runs, newest first, a cursor page at a time, with the same filters and search as "
+        "`/api/v1/executions/`."))
     @action(detail=True, methods=["get"], filter_backends=[FilterBackend],
             filterset_class=ExecutionFilter, pagination_class=ExecutionCursorPagination,
             queryset=Execution.objects.none())  # tells the schema what the filters apply to
