@@ -174,7 +174,7 @@ def load_executions(org, job_ids, target):
 
 def _drop_indexes(cursor, table):
     """Drop the table's indexes that back no constraint and return their definitions: one
-    sort per index after the load is many times faster than keeping 9 indexes (a GIN among
+    sort per index after the load is many times faster than keeping 10 indexes (a GIN among
     them) up to date row by row (what pg_restore does too)."""
     cursor.execute("SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i "
                    "WHERE i.indrelid = %s::regclass AND NOT EXISTS "
