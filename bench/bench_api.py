@@ -391,7 +391,46 @@ def forget_bench_writes(org):
     Job.objects.filter(organization=org, name__startswith="bench create").delete()
 
 
-def open_loop(port, key, args, context, org):
+def server_cpu(web):
+    """CPU seconds used so far by the web server (the Procfile's process and its workers: the
+    process group start_web made) and by PostgreSQL's client backends on the bench database
+    (but this process's own), by pid: CPU time is what a busy machine does not move."""
+    from django.db import connection
+
+    used = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+        backends = {row[0] for row in cursor.fetchall()}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        # after the name: state ppid pgrp ... utime (11) stime (12), in clock ticks
+        if int(fields[2]) == web.pid or int(entry.name) in backends:
+            used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+def cpu_ms_per_request(before, after, requests):
+    """Server CPU ms per request between two server_cpu readings (a process new in between
+    counts whole; one gone in between is lost: PostgreSQL's connections outlive a run here)."""
+    return sum(seconds - before.get(pid, 0) for pid, seconds in after.items()) * 1000 / max(requests, 1)
+
+
+def measured(web, run, requests, *args, **kwargs):
+    """paced_run of ``requests``, each kind's figures with the server's CPU ms per request
+    of the whole run (``server_cpu_ms``)."""
+    before = server_cpu(web)
+    cells = run(*args[:1], requests, *args[1:], **kwargs)
+    per_request = cpu_ms_per_request(before, server_cpu(web), len(requests))
+    return {kind: cell | {"server_cpu_ms": per_request} for kind, cell in cells.items()}
+
+
+def open_loop(port, key, args, context, org, web):
     """Each run: /healthz at --rate (the machine's floor: no database, no auth), the mix at
     --rate, then the history pages alone at --history-rate (with ``--only history``: /healthz
     at --history-rate and the history pages, no mix). Returns {row: median figures}."""
@@ -404,38 +443,42 @@ def open_loop(port, key, args, context, org):
     samples = {}
     for run in range(args.runs):
         vacuum_analyze()
-        cells = {"baseline": paced_run(port, ["/healthz"] * (baseline_rate * args.seconds), baseline_rate,
-                                       args.open_connections)[ALL]}
+        cells = {"baseline": measured(web, paced_run, ["/healthz"] * (baseline_rate * args.seconds), port,
+                                      baseline_rate, args.open_connections)[ALL]}
         if mix:
-            mixed = paced_run(port, mix_requests(args.rate * args.seconds, run, **context), args.rate,
-                              args.open_connections, headers=headers, ok=OK)
+            mixed = measured(web, paced_run, mix_requests(args.rate * args.seconds, run, **context), port, args.rate,
+                             args.open_connections, headers=headers, ok=OK)
             cells |= {f"mix: {kind}": cell for kind, cell in mixed.items() if kind != ALL} | {"mix": mixed[ALL]}
-        pages = paced_run(port, mix_requests(args.history_rate * args.seconds, 1000 + run, **context, mix=history),
-                          args.history_rate, max(1, args.open_connections // 5), headers=headers, ok=OK)
+        pages = measured(web, paced_run, mix_requests(args.history_rate * args.seconds, 1000 + run, **context,
+                                                      mix=history),
+                         port, args.history_rate, max(1, args.open_connections // 5), headers=headers, ok=OK)
         cells |= {"history": pages[ALL]} | {f"history: {kind}": pages[kind] for kind in HISTORY_KINDS if kind in pages}
         for name, cell in cells.items():
             samples.setdefault(name, []).append(cell)
         shown = ("baseline", "mix", "history") if mix else ("baseline", "history")
         log(f"open loop run {run + 1}: " + "; ".join(
-            f"{name} {cells[name]['rate']:.0f}/s p95 {cells[name]['p95']:.1f} ms" for name in shown)
+            f"{name} {cells[name]['rate']:.0f}/s p95 {cells[name]['p95']:.1f} ms "
+            f"(server CPU {cells[name]['server_cpu_ms']:.2f} ms/request)" for name in shown)
             + f"; load {cells[shown[1]]['load']:.2f}, generator CPU {cells[shown[1]]['load_cpu']:.0f} %"
             + "".join(f"; {name} errors {cells[name]['statuses']}" for name in cells if cells[name]["errors"]))
         forget_bench_writes(org)
     order = ["baseline", "mix", *(f"mix: {kind}" for kind in MIX), "history", *(f"history: {kind}" for kind in HISTORY_KINDS)]
-    return {name: open_median(samples[name]) for name in order if name in samples}
+    return {name: open_median(samples[name]) | {"server_cpu_ms": statistics.median(
+        cell["server_cpu_ms"] for cell in samples[name])} for name in order if name in samples}
 
 
 def open_table(results):
     out = ["| requests | sent/s | p50 ms | p95 ms | p99 ms | max ms | service p95 ms | errors | target | load avg | "
-           "generator CPU % |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+           "generator CPU % | server CPU ms per request |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for name, cell in results.items():
         target = ""
         if name in OPEN_TARGETS:
             met = cell["p95"] < OPEN_TARGETS[name]
             target = f"p95 < {OPEN_TARGETS[name]} ms: {'met' if met else '**missed**'}"
+        server = f"{cell['server_cpu_ms']:.2f}" if ":" not in name else ""  # a run's whole, not a kind's
         out.append(f"| {name} | {cell['rate']:.0f} | {cell['p50']:.1f} | {cell['p95']:.1f} | {cell['p99']:.1f} | "
                    f"{cell['max']:.0f} | {cell['service_p95']:.1f} | {cell['errors']} | {target} | {cell['load']:.2f} | "
-                   f"{cell['load_cpu']:.0f} |")
+                   f"{cell['load_cpu']:.0f} | {server} |")
     return "\n".join(out)
 
 
@@ -683,7 +726,7 @@ def main():
     results, opened = {}, {}
     try:
         if args.mode != "closed":
-            opened = open_loop(port, key, args, context, org)
+            opened = open_loop(port, key, args, context, org, web)
         for name in (scenarios if args.mode != "open" else []):
             env = {"BENCH_WRK_DIR": str(WRK_DIR), "BENCH_API_KEY": "" if name == "baseline" else key,
                    "BENCH_PATHS": str(read_paths) if name == "read" else "", "BENCH_PROJECT": str(project.pk),
