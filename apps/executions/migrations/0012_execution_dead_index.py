@@ -12,25 +12,10 @@ SQLite (the embedded mode's histories are small).
 
 from django.db import migrations
 
-INDEX_NAME = "exec_org_dead"
+from apps.sql.indexes import concurrent_index
 
-
-def create(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    table = schema_editor.quote_name(apps.get_model("executions", "Execution")._meta.db_table)
-    with schema_editor.connection.cursor() as cursor:  # a failed concurrent build leaves an invalid index
-        cursor.execute("SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                       "WHERE c.relname = %s AND NOT i.indisvalid", [INDEX_NAME])
-        if cursor.fetchone():
-            schema_editor.execute(f"DROP INDEX CONCURRENTLY {INDEX_NAME}")
-    schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {INDEX_NAME} ON {table} "
-                          "(organization_id, scheduled_for DESC, id DESC) WHERE status = 'dead'")
-
-
-def drop(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {INDEX_NAME}")
+create, drop = concurrent_index("exec_org_dead", "executions.Execution",
+                                "(organization_id, scheduled_for DESC, id DESC) WHERE status = 'dead'")
 
 
 class Migration(migrations.Migration):
