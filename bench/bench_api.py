@@ -27,8 +27,8 @@ clients (each waits about ``--think-ms`` between requests). Each cell is the med
 Both print the SQL of the executions list (no COUNT, keyset) and its EXPLAIN ANALYZE at full
 size. The database in DATABASE_URL is created and migrated when missing, and its executions
 table is reloaded when it does not hold ``--executions`` rows (generate_series on the server,
-the secondary indexes dropped during the load and built after: 1M rows in about 1.5 min, 10M
-in about 15 on a busy 2-core machine): it must be a database of its own (its name must
+the secondary indexes dropped during the load and built after: minutes for 10M rows, times
+in bench/README.md): it must be a database of its own (its name must
 contain "bench"). The Redis index must not be 0. The bench tenant is on the enterprise plan,
 whose API quota (requests per minute) is raised to 10^9 in this database so the throttle
 counts every request but refuses none. The jobs the creates make and the runs the triggers
