@@ -421,11 +421,11 @@ def cpu_ms_per_request(before, after, requests):
     return sum(seconds - before.get(pid, 0) for pid, seconds in after.items()) * 1000 / max(requests, 1)
 
 
-def measured(web, run, requests, *args, **kwargs):
+def measured(web, port, requests, rate, connections, **kwargs):
     """paced_run of ``requests``, each kind's figures with the server's CPU ms per request
     of the whole run (``server_cpu_ms``)."""
     before = server_cpu(web)
-    cells = run(*args[:1], requests, *args[1:], **kwargs)
+    cells = paced_run(port, requests, rate, connections, **kwargs)
     per_request = cpu_ms_per_request(before, server_cpu(web), len(requests))
     return {kind: cell | {"server_cpu_ms": per_request} for kind, cell in cells.items()}
 
@@ -443,15 +443,14 @@ def open_loop(port, key, args, context, org, web):
     samples = {}
     for run in range(args.runs):
         vacuum_analyze()
-        cells = {"baseline": measured(web, paced_run, ["/healthz"] * (baseline_rate * args.seconds), port,
-                                      baseline_rate, args.open_connections)[ALL]}
+        cells = {"baseline": measured(web, port, ["/healthz"] * (baseline_rate * args.seconds), baseline_rate,
+                                      args.open_connections)[ALL]}
         if mix:
-            mixed = measured(web, paced_run, mix_requests(args.rate * args.seconds, run, **context), port, args.rate,
+            mixed = measured(web, port, mix_requests(args.rate * args.seconds, run, **context), args.rate,
                              args.open_connections, headers=headers, ok=OK)
             cells |= {f"mix: {kind}": cell for kind, cell in mixed.items() if kind != ALL} | {"mix": mixed[ALL]}
-        pages = measured(web, paced_run, mix_requests(args.history_rate * args.seconds, 1000 + run, **context,
-                                                      mix=history),
-                         port, args.history_rate, max(1, args.open_connections // 5), headers=headers, ok=OK)
+        pages = measured(web, port, mix_requests(args.history_rate * args.seconds, 1000 + run, **context, mix=history),
+                         args.history_rate, max(1, args.open_connections // 5), headers=headers, ok=OK)
         cells |= {"history": pages[ALL]} | {f"history: {kind}": pages[kind] for kind in HISTORY_KINDS if kind in pages}
         for name, cell in cells.items():
             samples.setdefault(name, []).append(cell)
