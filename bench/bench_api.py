@@ -11,7 +11,10 @@ with a host name in the URL, triggers) is sent at a fixed ``--rate`` by bench/op
 (wrk2's method: latency from the scheduled send time), then the history pages alone at
 ``--history-rate``; /healthz at ``--rate`` through the same server is each run's baseline.
 Figures per kind of request and for the whole mix, with the load average and the load
-generator's own CPU (it shares the machine).
+generator's own CPU (it shares the machine). ``--only history``: the history pages alone
+(the baseline at ``--history-rate``, no mix: the mix at 500/s saturates a 2-core machine for
+minutes), e.g. to measure the 10M-row history against an already-loaded database; it writes
+no figures into bench/README.md unless ``--readme``.
 
 ``--mode costs``: only the cost table below (SQL statements, Python calls and CPU per kind
 of request, in this process), e.g. with ``--executions 20000`` for a quick look.
@@ -24,8 +27,8 @@ clients (each waits about ``--think-ms`` between requests). Each cell is the med
 Both print the SQL of the executions list (no COUNT, keyset) and its EXPLAIN ANALYZE at full
 size. The database in DATABASE_URL is created and migrated when missing, and its executions
 table is reloaded when it does not hold ``--executions`` rows (generate_series on the server,
-the secondary indexes dropped during the load and built after: 1M rows in about 1.5 min, 10M
-in about 15 on a busy 2-core machine): it must be a database of its own (its name must
+the secondary indexes dropped during the load and built after: minutes for 10M rows, times
+in bench/README.md): it must be a database of its own (its name must
 contain "bench"). The Redis index must not be 0. The bench tenant is on the enterprise plan,
 whose API quota (requests per minute) is raised to 10^9 in this database so the throttle
 counts every request but refuses none. The jobs the creates make and the runs the triggers
@@ -171,7 +174,7 @@ def load_executions(org, job_ids, target):
 
 def _drop_indexes(cursor, table):
     """Drop the table's indexes that back no constraint and return their definitions: one
-    sort per index after the load is many times faster than keeping 9 indexes (a GIN among
+    sort per index after the load is many times faster than keeping 10 indexes (a GIN among
     them) up to date row by row (what pg_restore does too)."""
     cursor.execute("SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i "
                    "WHERE i.indrelid = %s::regclass AND NOT EXISTS "
@@ -250,9 +253,19 @@ def deep_cursor(org, depth):
     return base64.b64encode(urlencode({"p": str(row[0])}).encode()).decode()
 
 
+def history_explain_paths(context):
+    """(label, path) of each history page the bench explains: the three history kinds, and
+    the project's history and the dead-letter list (both through the ORM's query)."""
+    return [("first page", "/api/v1/executions/?page_size=50"),
+            ("deep page", f"/api/v1/executions/?page_size=50&cursor={context['cursor']}"),
+            ("a job's page", f"/api/v1/jobs/{context['job_ids'][0]}/executions/?page_size=50"),
+            ("the project's page", f"/api/v1/projects/{context['project']}/executions/?page_size=50"),
+            ("dead-letter page", "/api/v1/dead-letter/?page_size=50")]
+
+
 def explain_executions_list(key, paths):
     """The SQL Django runs for the executions list pages (through the real view, in-process)
-    and EXPLAIN ANALYZE of the page query: keyset on an index, no COUNT."""
+    and EXPLAIN (ANALYZE, BUFFERS) of the page query: keyset on an index, no COUNT."""
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -299,7 +312,7 @@ def _request(kind, rng, n, *, job_ids, project, cursor, run_id):
     return Request(kind, "POST" if kind == "trigger" else "GET", path)
 
 
-def request_costs(key, context, org, repeat=20):
+def request_costs(key, context, org, repeat=20, kinds=tuple(MIX)):
     """Per kind of the mix, in this process through Django's test client (no server, no
     network): SQL statements per request, Python function calls per request (cProfile's
     count: the same on a busy or an idle machine), CPU ms and elapsed ms per request (the
@@ -321,19 +334,19 @@ def request_costs(key, context, org, repeat=20):
     level = access_log.level
     access_log.setLevel(logging.WARNING)  # setLevel: it also clears logging's per-logger cache
     try:
-        return _request_costs(send, context, org, repeat)
+        return _request_costs(send, context, org, repeat, kinds)
     finally:
         access_log.setLevel(level)
 
 
-def _request_costs(send, context, org, repeat):
+def _request_costs(send, context, org, repeat, kinds):
     import cProfile
     import pstats
 
     from django.db import connection
 
     costs = {}
-    for kind in MIX:
+    for kind in kinds:
         requests = mix_requests(1 + 6 * repeat, 99, mix={kind: 1}, **context)
         send(requests[0])  # the key's cache, the thread's representation plans
         connection.queries_log.clear()  # a request empties the log as it starts: count from empty
@@ -378,56 +391,105 @@ def forget_bench_writes(org):
     Job.objects.filter(organization=org, name__startswith="bench create").delete()
 
 
-def open_loop(port, key, args, context, org):
+def server_cpu(web):
+    """CPU seconds used so far by the web server (the Procfile's process and its workers: the
+    process group start_web made) and by PostgreSQL's client backends on the bench database
+    (but this process's own), by pid: CPU time is what a busy machine does not move."""
+    from django.db import connection
+
+    used = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+        backends = {row[0] for row in cursor.fetchall()}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        # after the name: state ppid pgrp ... utime (11) stime (12), in clock ticks
+        if int(fields[2]) == web.pid or int(entry.name) in backends:
+            used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+def cpu_ms_per_request(before, after, requests):
+    """Server CPU ms per request between two server_cpu readings (a process new in between
+    counts whole; one gone in between is lost: PostgreSQL's connections outlive a run here)."""
+    return sum(seconds - before.get(pid, 0) for pid, seconds in after.items()) * 1000 / max(requests, 1)
+
+
+def measured(web, port, requests, rate, connections, **kwargs):
+    """paced_run of ``requests``, each kind's figures with the server's CPU ms per request
+    of the whole run (``server_cpu_ms``)."""
+    before = server_cpu(web)
+    cells = paced_run(port, requests, rate, connections, **kwargs)
+    per_request = cpu_ms_per_request(before, server_cpu(web), len(requests))
+    return {kind: cell | {"server_cpu_ms": per_request} for kind, cell in cells.items()}
+
+
+def open_loop(port, key, args, context, org, web):
     """Each run: /healthz at --rate (the machine's floor: no database, no auth), the mix at
-    --rate, then the history pages alone at --history-rate. Returns {row: median figures}."""
+    --rate, then the history pages alone at --history-rate (with ``--only history``: /healthz
+    at --history-rate and the history pages, no mix). Returns {row: median figures}."""
     headers = [f"Authorization: Bearer {key}", "Accept: application/json", "Content-Type: application/json"]
-    per_run = args.rate * args.seconds
+    mix = args.only != "history"
+    baseline_rate = args.rate if mix else args.history_rate
     history = {kind: 1 for kind in HISTORY_KINDS}
-    paced_run(port, mix_requests(2 * args.rate, -1, **context), args.rate, args.open_connections,
-              headers=headers, ok=OK)  # warm-up: imports, caches, connections
+    paced_run(port, mix_requests(2 * baseline_rate, -1, **context, mix=MIX if mix else history), baseline_rate,
+              args.open_connections, headers=headers, ok=OK)  # warm-up: imports, caches, connections
     samples = {}
     for run in range(args.runs):
         vacuum_analyze()
-        cells = {"baseline": paced_run(port, ["/healthz"] * per_run, args.rate, args.open_connections)[ALL]}
-        mixed = paced_run(port, mix_requests(per_run, run, **context), args.rate, args.open_connections,
-                          headers=headers, ok=OK)
-        cells |= {f"mix: {kind}": cell for kind, cell in mixed.items() if kind != ALL} | {"mix": mixed[ALL]}
-        pages = paced_run(port, mix_requests(args.history_rate * args.seconds, 1000 + run, **context, mix=history),
-                          args.history_rate, max(1, args.open_connections // 5), headers=headers, ok=OK)
-        cells["history"] = pages[ALL]
+        cells = {"baseline": measured(web, port, ["/healthz"] * (baseline_rate * args.seconds), baseline_rate,
+                                      args.open_connections)[ALL]}
+        if mix:
+            mixed = measured(web, port, mix_requests(args.rate * args.seconds, run, **context), args.rate,
+                             args.open_connections, headers=headers, ok=OK)
+            cells |= {f"mix: {kind}": cell for kind, cell in mixed.items() if kind != ALL} | {"mix": mixed[ALL]}
+        pages = measured(web, port, mix_requests(args.history_rate * args.seconds, 1000 + run, **context, mix=history),
+                         args.history_rate, max(1, args.open_connections // 5), headers=headers, ok=OK)
+        cells |= {"history": pages[ALL]} | {f"history: {kind}": pages[kind] for kind in HISTORY_KINDS if kind in pages}
         for name, cell in cells.items():
             samples.setdefault(name, []).append(cell)
+        shown = ("baseline", "mix", "history") if mix else ("baseline", "history")
         log(f"open loop run {run + 1}: " + "; ".join(
-            f"{name} {cells[name]['rate']:.0f}/s p95 {cells[name]['p95']:.1f} ms" for name in ("baseline", "mix", "history"))
-            + f"; load {cells['mix']['load']:.2f}, generator CPU {cells['mix']['load_cpu']:.0f} %"
+            f"{name} {cells[name]['rate']:.0f}/s p95 {cells[name]['p95']:.1f} ms "
+            f"(server CPU {cells[name]['server_cpu_ms']:.2f} ms/request)" for name in shown)
+            + f"; load {cells[shown[1]]['load']:.2f}, generator CPU {cells[shown[1]]['load_cpu']:.0f} %"
             + "".join(f"; {name} errors {cells[name]['statuses']}" for name in cells if cells[name]["errors"]))
         forget_bench_writes(org)
-    order = ["baseline", "mix", *(f"mix: {kind}" for kind in MIX), "history"]
-    return {name: open_median(samples[name]) for name in order if name in samples}
+    order = ["baseline", "mix", *(f"mix: {kind}" for kind in MIX), "history", *(f"history: {kind}" for kind in HISTORY_KINDS)]
+    return {name: open_median(samples[name]) | {"server_cpu_ms": statistics.median(
+        cell["server_cpu_ms"] for cell in samples[name])} for name in order if name in samples}
 
 
 def open_table(results):
     out = ["| requests | sent/s | p50 ms | p95 ms | p99 ms | max ms | service p95 ms | errors | target | load avg | "
-           "generator CPU % |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+           "generator CPU % | server CPU ms per request |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for name, cell in results.items():
         target = ""
         if name in OPEN_TARGETS:
             met = cell["p95"] < OPEN_TARGETS[name]
             target = f"p95 < {OPEN_TARGETS[name]} ms: {'met' if met else '**missed**'}"
+        server = f"{cell['server_cpu_ms']:.2f}" if ":" not in name else ""  # a run's whole, not a kind's
         out.append(f"| {name} | {cell['rate']:.0f} | {cell['p50']:.1f} | {cell['p95']:.1f} | {cell['p99']:.1f} | "
                    f"{cell['max']:.0f} | {cell['service_p95']:.1f} | {cell['errors']} | {target} | {cell['load']:.2f} | "
-                   f"{cell['load_cpu']:.0f} |")
+                   f"{cell['load_cpu']:.0f} | {server} |")
     return "\n".join(out)
 
 
 def open_header(command, args, jobs):
     mix = ", ".join(f"{kind} {weight} %" for kind, weight in MIX.items())
+    each = (f"/healthz at {args.rate}/s (baseline, the mix's peer), the mix at {args.rate}/s ({mix}), then the "
+            f"history pages alone" if args.only != "history" else
+            f"/healthz at {args.history_rate}/s (baseline), then the history pages alone (`--only history`: no mix)")
     return (f"**Open loop** (issue 38). {machine()}; PostgreSQL, Redis and the load generator on the same "
             f"machine.  \nweb: `{command}` (WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset')}, "
             f"WEB_THREADS={os.environ.get('WEB_THREADS', 'unset')}).  \n"
-            f"{args.executions:,} executions, {jobs:,} jobs. Each run: /healthz at {args.rate}/s (baseline, the "
-            f"mix's peer), the mix at {args.rate}/s ({mix}), then the history pages alone at "
+            f"{args.executions:,} executions, {jobs:,} jobs. Each run: {each} at "
             f"{args.history_rate}/s; {args.open_connections} connections (history: {max(1, args.open_connections // 5)}); "
             f"median of {args.runs} runs of {args.seconds} s, the first second left out. Latency from the "
             f"scheduled send time (no coordinated omission); service p95 from the actual send. load avg: "
@@ -611,13 +673,16 @@ def main():
     parser.add_argument("--rate", type=int, default=500, help="open loop: requests per second of the mix")
     parser.add_argument("--history-rate", type=int, default=100, help="open loop: history pages per second")
     parser.add_argument("--open-connections", type=int, default=50, help="open loop: keep-alive connections")
+    parser.add_argument("--only", choices=("history",), default=None,
+                        help="open loop: only the history pages (baseline at --history-rate, no mix; costs of "
+                             "the history kinds only; no README figures unless --readme)")
     parser.add_argument("--quick", action="store_true", help="100k executions, 1 run of 5 s per cell")
     parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=None,
                         help="write the figures into bench/README.md (default: yes unless --quick)")
     args = parser.parse_args()
     if args.quick:
         args.executions, args.runs, args.seconds = min(args.executions, 100_000), 1, 5
-    write = args.readme if args.readme is not None else not args.quick
+    write = args.readme if args.readme is not None else not (args.quick or args.only)
     connections_list = [int(c) for c in args.connections.split(",") if c]
     scenarios = [s for s in args.scenarios.split(",") if s]
     unknown = set(scenarios) - set(SCENARIOS)
@@ -641,10 +706,11 @@ def main():
         "executions_deep": f"/api/v1/executions/?page_size=50&cursor={cursor}",
         "create": "/api/v1/jobs/",
     }
-    explain = explain_executions_list(key, [("first page", paths["executions"]), ("deep page", paths["executions_deep"])])
-    print(explain, flush=True)
     context = {"job_ids": job_ids, "project": str(project.pk), "cursor": cursor, "run_id": run_id}
-    costs = request_costs(key, context, org) if args.mode != "closed" else {}
+    explain = explain_executions_list(key, history_explain_paths(context))
+    print(explain, flush=True)
+    costs = request_costs(key, context, org, kinds=HISTORY_KINDS if args.only else tuple(MIX)) \
+        if args.mode != "closed" else {}
     if args.mode == "costs":
         print(costs_table(costs))
         return
@@ -659,7 +725,7 @@ def main():
     results, opened = {}, {}
     try:
         if args.mode != "closed":
-            opened = open_loop(port, key, args, context, org)
+            opened = open_loop(port, key, args, context, org, web)
         for name in (scenarios if args.mode != "open" else []):
             env = {"BENCH_WRK_DIR": str(WRK_DIR), "BENCH_API_KEY": "" if name == "baseline" else key,
                    "BENCH_PATHS": str(read_paths) if name == "read" else "", "BENCH_PROJECT": str(project.pk),

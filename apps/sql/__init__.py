@@ -16,6 +16,7 @@ module runs a statement it takes from ``queries`` through ``rows.fetch_all``/``f
 - ``clock``: the database's time (PostgreSQL's clock decides what is due).
 - ``loading``: model instances loaded without ``Model.__init__`` for pages of rows.
 - ``databases``: the release step's statements on the server's maintenance database.
+- ``indexes``: indexes a migration builds CONCURRENTLY (PostgreSQL only).
 
 The lowest app layer: it imports Django and psycopg, never another app (.importlinter).
 """

@@ -13,24 +13,9 @@ is indexed while the scheduler and the workers keep writing. Nothing on SQLite.
 
 from django.db import migrations
 
-INDEX_NAME = "exec_search_time"
+from apps.sql.indexes import concurrent_index
 
-
-def create(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    table = schema_editor.quote_name(apps.get_model("executions", "Execution")._meta.db_table)
-    with schema_editor.connection.cursor() as cursor:  # a failed concurrent build leaves an invalid index
-        cursor.execute("SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                       "WHERE c.relname = %s AND NOT i.indisvalid", [INDEX_NAME])
-        if cursor.fetchone():
-            schema_editor.execute(f"DROP INDEX CONCURRENTLY {INDEX_NAME}")
-    schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {INDEX_NAME} ON {table} (scheduled_for)")
-
-
-def drop(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {INDEX_NAME}")
+create, drop = concurrent_index("exec_search_time", "executions.Execution", "(scheduled_for)")
 
 
 class Migration(migrations.Migration):

@@ -1,0 +1,26 @@
+"""Indexes a migration builds CONCURRENTLY on PostgreSQL: a table already holding a history
+is indexed while the scheduler and the workers keep writing to it. Nothing on SQLite (the
+embedded mode's tables are small, and it has no such build)."""
+
+
+def concurrent_index(name, model, definition):
+    """(create, drop) for ``migrations.RunPython`` in a migration with ``atomic = False``:
+    index ``name`` on ``model``'s table ("app_label.Model", read from the migration's state)
+    with ``definition`` (the columns in parentheses, then any ``WHERE``)."""
+
+    def create(apps, schema_editor):
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        table = schema_editor.quote_name(apps.get_model(model)._meta.db_table)
+        with schema_editor.connection.cursor() as cursor:  # a failed concurrent build leaves an invalid index
+            cursor.execute("SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                           "WHERE c.relname = %s AND NOT i.indisvalid", [name])
+            if cursor.fetchone():
+                schema_editor.execute(f"DROP INDEX CONCURRENTLY {name}")
+        schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} {definition}")
+
+    def drop(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+
+    return create, drop
