@@ -56,6 +56,14 @@ _READ_CHUNK = 65536
 _hop: contextvars.ContextVar[_AsyncScope | None] = contextvars.ContextVar("cronsvc_async_hop", default=None)
 
 
+# A busy host's freed connections first (GuardedConnector._reuse_or_open): how much longer a
+# request waits for one on a loop running late, per second late, at most REUSE_LAG_WAIT_MAX
+# seconds longer; LAG_SMOOTHING weighs each new lateness in the loop's smoothed one.
+REUSE_LAG_FACTOR = 4.0
+REUSE_LAG_WAIT_MAX = 2.0
+LAG_SMOOTHING = 0.2
+
+
 class GuardedConnector(aiohttp.TCPConnector):
     """A TCPConnector that connects only to addresses ``policy`` allows: the resolved
     addresses (or the URL's IP literal) are filtered before aiohttp connects to them."""
@@ -71,8 +79,12 @@ class GuardedConnector(aiohttp.TCPConnector):
         # than a request. Without it a busy worker, whose requests hold their connections
         # longer, grew every host's pool to its requests in flight (thousands of handshakes
         # a run, which slowed it further). A slow host still gets more connections, a
-        # ``reuse_wait`` later.
+        # ``reuse_wait`` later. On a loop running late (its timers fire late: a busy machine,
+        # thousands of requests in flight) every request holds its connection longer, so the
+        # wait stretches by REUSE_LAG_FACTOR times how late the loop runs (``_lag``, up to
+        # REUSE_LAG_WAIT_MAX longer): opening more connections there only makes it later.
         self.reuse_wait = reuse_wait
+        self._lag = 0.0  # how late this loop's timers fire, smoothed (seconds)
         self._in_use: dict[Any, set] = {}  # connection key -> its connections lent out
         self._reuse_waiters: dict[Any, collections.deque[asyncio.Future]] = {}
         # Connections being opened at once (TCP and TLS handshakes): a burst of thousands
@@ -121,20 +133,22 @@ class GuardedConnector(aiohttp.TCPConnector):
         return connection
 
     async def _reuse_or_open(self, key, scope: _AsyncScope | None) -> None:
-        """Wait, at most ``reuse_wait`` seconds, until one of ``key``'s connections comes
-        back to the pool, or none is in use any more (then it opens one). Our own queue,
-        not the host's time: the delivery's clock stands still meanwhile."""
+        """Wait, at most ``reuse_wait`` seconds (longer on a loop running late), until one of
+        ``key``'s connections comes back to the pool, or none is in use any more (then it
+        opens one). Our own queue, not the host's time: the delivery's clock stands still
+        meanwhile."""
         if scope is not None:
             scope.pause_clock()
-        give_up_at = self._loop.time() + self.reuse_wait
+        loop = self._loop
+        give_up_at = loop.time() + self.reuse_wait + min(REUSE_LAG_WAIT_MAX, REUSE_LAG_FACTOR * self._lag)
         try:
             while not self._conns.get(key) and self._in_use.get(key):
-                left = give_up_at - self._loop.time()
+                left = give_up_at - loop.time()
                 if left <= 0:
                     return
-                turn = self._loop.create_future()
+                turn = loop.create_future()
                 self._reuse_waiters.setdefault(key, collections.deque()).append(turn)
-                handle = self._loop.call_later(left, _settle_turn, turn)
+                handle = loop.call_at(give_up_at, self._wait_over, turn, give_up_at)
                 try:
                     await turn
                 finally:
@@ -143,6 +157,12 @@ class GuardedConnector(aiohttp.TCPConnector):
         finally:
             if scope is not None:
                 scope.resume_clock()
+
+    def _wait_over(self, turn: asyncio.Future, due: float) -> None:
+        """A wait's time is up: how late its timer fired tells how late the loop runs."""
+        self._lag += LAG_SMOOTHING * (max(0.0, self._loop.time() - due) - self._lag)
+        if not turn.done():
+            turn.set_result(None)
 
     def _release(self, key, protocol, *, should_close: bool = False) -> None:  # noqa: ANN001 - aiohttp's
         super()._release(key, protocol, should_close=should_close)
@@ -161,10 +181,6 @@ class GuardedConnector(aiohttp.TCPConnector):
             if not waiters:
                 del self._reuse_waiters[key]
 
-
-def _settle_turn(turn: asyncio.Future) -> None:
-    if not turn.done():
-        turn.set_result(None)
 
 
 def _peer_of(protocol) -> str | None:

@@ -197,3 +197,39 @@ def test_a_cancelled_wait_leaves_no_waiter_behind(fresh_server):
     first, waiters, in_use = loop_thread().submit(scenario()).result(60)
     assert first.status_code == 200
     assert waiters == {} and in_use == {}
+
+
+def test_a_loop_running_late_waits_longer_for_a_busy_hosts_connection(fresh_server):
+    """On a loop whose timers fire late, requests hold their connections longer: the wait
+    stretches (here 50 ms + 4 x 0.3 s), so the second request still takes the first's
+    connection, freed after 0.6 s, where a punctual loop's 50 ms would have opened another
+    (test_without_the_wait_...)."""
+    def late_session():
+        session = AsyncSession(LOOPBACK, reuse_wait=0.05)
+        session.connector._lag = 0.3  # as measured by a wait whose timer fired late
+        return session
+
+    session = loop_thread().call(late_session)
+    results = deliver_second_once_first_holds_its_connection(
+        session, prepared(fresh_server.url("/sleep/0.6")), prepared(fresh_server.url("/ok")))
+    assert [r.status_code for r in results] == [200, 200]
+    assert len({r["client_port"] for r in fresh_server.received}) == 1
+
+
+def test_a_wait_whose_timer_fires_late_measures_how_late_the_loop_runs():
+    async def scenario():
+        session = AsyncSession(LOOPBACK)
+        try:
+            connector, loop = session.connector, asyncio.get_running_loop()
+            turn = loop.create_future()
+            connector._wait_over(turn, loop.time() - 0.5)  # fired half a second after it was due
+            first = connector._lag
+            connector._wait_over(loop.create_future(), loop.time() + 1.0)  # on time: the lag decays
+            return turn.done(), first, connector._lag
+        finally:
+            await session.close()
+
+    settled, first, then = loop_thread().submit(scenario()).result(30)
+    assert settled
+    assert 0.09 < first < 0.11  # 0.2 x 0.5 s
+    assert then < first
