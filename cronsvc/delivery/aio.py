@@ -77,9 +77,9 @@ class GuardedConnector(aiohttp.TCPConnector):
         # another (``_reuse_or_open``): a host answering in milliseconds frees one sooner
         # than a TLS handshake takes, and each handshake costs both sides far more CPU
         # than a request. Without it a busy worker, whose requests hold their connections
-        # longer, grew every host's pool to its requests in flight (thousands of handshakes
-        # a run, which slowed it further). A slow host still gets more connections, a
-        # ``reuse_wait`` later. On a loop running late (its timers fire late: a busy machine,
+        # longer, grew every host's pool to its requests in flight, a handshake each, which
+        # slowed it further (bench/README.md, "Figures behind the code"). A slow host still
+        # gets more connections, a ``reuse_wait`` later. On a loop running late (its timers fire late: a busy machine,
         # thousands of requests in flight) every request holds its connection longer, so the
         # wait stretches by REUSE_LAG_FACTOR times how late the loop runs (``_lag``, up to
         # REUSE_LAG_WAIT_MAX longer): opening more connections there only makes it later.
