@@ -41,6 +41,7 @@ from urllib.parse import urljoin
 
 import aiohttp
 import certifi
+import yarl
 
 from .breaker import host_key
 from .cancellation import Cancellation
@@ -55,13 +56,37 @@ _READ_CHUNK = 65536
 _hop: contextvars.ContextVar[_AsyncScope | None] = contextvars.ContextVar("cronsvc_async_hop", default=None)
 
 
+# A busy host's freed connections first (GuardedConnector._reuse_or_open): how much longer a
+# request waits for one on a loop running late, per second late, at most REUSE_LAG_WAIT_MAX
+# seconds longer; LAG_SMOOTHING weighs each new lateness in the loop's smoothed one.
+REUSE_LAG_FACTOR = 4.0
+REUSE_LAG_WAIT_MAX = 2.0
+LAG_SMOOTHING = 0.2
+
+
 class GuardedConnector(aiohttp.TCPConnector):
     """A TCPConnector that connects only to addresses ``policy`` allows: the resolved
     addresses (or the URL's IP literal) are filtered before aiohttp connects to them."""
 
-    def __init__(self, policy: AddressPolicy, *, max_opening: int = 16, **kwargs: Any) -> None:
+    def __init__(self, policy: AddressPolicy, *, max_opening: int = 16, reuse_wait: float = 0.05,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.policy = policy
+        # A request finding none of its host's connections idle while others are in use
+        # waits up to ``reuse_wait`` seconds for one of them to come back before it opens
+        # another (``_reuse_or_open``): a host answering in milliseconds frees one sooner
+        # than a TLS handshake takes, and each handshake costs both sides far more CPU
+        # than a request. Without it a busy worker, whose requests hold their connections
+        # longer, grew every host's pool to its requests in flight, a handshake each, which
+        # slowed it further (bench/README.md, "Figures behind the code"). A slow host still
+        # gets more connections, a ``reuse_wait`` later. On a loop running late (its timers fire late: a busy machine,
+        # thousands of requests in flight) every request holds its connection longer, so the
+        # wait stretches by REUSE_LAG_FACTOR times how late the loop runs (``_lag``, up to
+        # REUSE_LAG_WAIT_MAX longer): opening more connections there only makes it later.
+        self.reuse_wait = reuse_wait
+        self._lag = 0.0  # how late this loop's timers fire, smoothed (seconds)
+        self._in_use: dict[Any, set] = {}  # connection key -> its connections lent out
+        self._reuse_waiters: dict[Any, collections.deque[asyncio.Future]] = {}
         # Connections being opened at once (TCP and TLS handshakes): a burst of thousands
         # of new TLS connections starves our own loop of CPU until their connect timeouts
         # pass together and the hosts' breakers count our slowness as theirs. A connect's
@@ -96,12 +121,66 @@ class GuardedConnector(aiohttp.TCPConnector):
             self._opening.release()
 
     async def connect(self, req, traces, timeout):  # noqa: ANN001 - aiohttp's signature
-        connection = await super().connect(req, traces, timeout)
+        key = req.connection_key
         scope = _hop.get()
+        if self.reuse_wait > 0 and not self._conns.get(key) and self._in_use.get(key):
+            await self._reuse_or_open(key, scope)
+        connection = await super().connect(req, traces, timeout)
+        self._in_use.setdefault(key, set()).add(connection.protocol)
         if scope is not None:  # a new or a pooled connection: the request is sent from here on
             scope.request_started = True
             scope.remote_addr = _peer_of(connection.protocol) or scope.remote_addr
         return connection
+
+    async def _reuse_or_open(self, key, scope: _AsyncScope | None) -> None:
+        """Wait, at most ``reuse_wait`` seconds (longer on a loop running late), until one of
+        ``key``'s connections comes back to the pool, or none is in use any more (then it
+        opens one). Our own queue, not the host's time: the delivery's clock stands still
+        meanwhile."""
+        if scope is not None:
+            scope.pause_clock()
+        loop = self._loop
+        give_up_at = loop.time() + self.reuse_wait + min(REUSE_LAG_WAIT_MAX, REUSE_LAG_FACTOR * self._lag)
+        try:
+            while not self._conns.get(key) and self._in_use.get(key):
+                left = give_up_at - loop.time()
+                if left <= 0:
+                    return
+                turn = loop.create_future()
+                self._reuse_waiters.setdefault(key, collections.deque()).append(turn)
+                handle = loop.call_at(give_up_at, self._wait_over, turn, give_up_at)
+                try:
+                    await turn
+                finally:
+                    handle.cancel()
+                    turn.cancel()  # no-op once settled; _release skips (and drops) settled turns
+        finally:
+            if scope is not None:
+                scope.resume_clock()
+
+    def _wait_over(self, turn: asyncio.Future, due: float) -> None:
+        """A wait's time is up: how late its timer fired tells how late the loop runs."""
+        self._lag += LAG_SMOOTHING * (max(0.0, self._loop.time() - due) - self._lag)
+        if not turn.done():
+            turn.set_result(None)
+
+    def _release(self, key, protocol, *, should_close: bool = False) -> None:  # noqa: ANN001 - aiohttp's
+        super()._release(key, protocol, should_close=should_close)
+        lent = self._in_use.get(key)
+        if lent is not None:
+            lent.discard(protocol)
+            if not lent:
+                del self._in_use[key]
+        waiters = self._reuse_waiters.get(key)
+        if waiters is not None:
+            while waiters:  # back in the pool, or closed: the first waiter still waiting looks again
+                turn = waiters.popleft()
+                if not turn.done():
+                    turn.set_result(None)
+                    break
+            if not waiters:
+                del self._reuse_waiters[key]
+
 
 
 def _peer_of(protocol) -> str | None:
@@ -147,6 +226,18 @@ def hosts_file(path: str) -> dict[str, str]:
             for name in names:
                 mapping.setdefault(name.lower().rstrip("."), address)
     return mapping
+
+
+@lru_cache(maxsize=8192)
+def _parsed(url: str) -> yarl.URL | str:
+    """``url`` as aiohttp would parse it (``yarl.URL(url)``), once per URL: a job sends to
+    the same URL run after run, and yarl keeps only its last 128 parses (a worker sending to
+    thousands of URLs in turn parsed every one again). A URL yarl refuses stays a string, for
+    aiohttp to refuse as it always did (InvalidURL)."""
+    try:
+        return yarl.URL(url)
+    except ValueError:
+        return url
 
 
 @lru_cache(maxsize=64)
@@ -204,12 +295,14 @@ class HostQueue:
 
 class AsyncSession:
     """One per event loop: pooled keep-alive connections through a ``GuardedConnector``,
-    at most ``max_per_host`` of them to one host (``HostQueue``). ``resolver``: aiohttp's
+    at most ``max_per_host`` of them to one host (``HostQueue``), a busy host's freed ones
+    taken before new ones are opened (``reuse_wait``: ``GuardedConnector``). ``resolver``: aiohttp's
     (a ``StaticResolver`` for benchmarks); the guard checks what it resolves. Made on its
     loop's thread (``LoopThread.session``)."""
 
     def __init__(self, policy: AddressPolicy, *, limit: int = 0, ca_bundle: str | None = None,
-                 max_per_host: int = 1000, resolver: aiohttp.abc.AbstractResolver | None = None) -> None:
+                 max_per_host: int = 1000, resolver: aiohttp.abc.AbstractResolver | None = None,
+                 reuse_wait: float = 0.05) -> None:
         self.policy = policy
         self.loop = asyncio.get_running_loop()  # made on its loop, used and closed there only
         self._deadlines: TickDeadlines | None = None
@@ -217,7 +310,7 @@ class AsyncSession:
         # One SSL context for every connection (building one costs milliseconds).
         context = ssl.create_default_context(cafile=ca_bundle or certifi.where())
         self.connector = GuardedConnector(policy, limit=limit, limit_per_host=0, ssl=context, resolver=resolver,
-                                          ttl_dns_cache=10, enable_cleanup_closed=True)
+                                          ttl_dns_cache=10, enable_cleanup_closed=True, reuse_wait=reuse_wait)
         self.client = aiohttp.ClientSession(
             connector=self.connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(),
             auto_decompress=True, skip_auto_headers=("User-Agent",),
@@ -351,7 +444,7 @@ async def _send(prepared, session, policy, scope, now_fn, max_body_bytes) -> Del
         try:
             scope.start_clock(deadlines, prepared.timeout, now_fn())
             async with session.client.request(
-                method, url, headers=headers, data=body or None, allow_redirects=False,
+                method, _parsed(url), headers=headers, data=body or None, allow_redirects=False,
                 timeout=_hop_timeout(prepared.connect_timeout),
             ) as response:
                 location = response.headers.get("location")

@@ -8,6 +8,7 @@ import re
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -270,10 +271,17 @@ def prepare(
 
 def with_default_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The first hop's headers: ``headers`` plus the ``DEFAULT_HEADERS`` they do not set."""
-    given = {name.lower() for name in headers}
-    merged = {name: value for name, value in DEFAULT_HEADERS.items() if name.lower() not in given}
+    merged = dict(_defaults_not_in(tuple(headers)))
     merged.update(headers)
     return merged
+
+
+@lru_cache(maxsize=1024)
+def _defaults_not_in(names: tuple[str, ...]) -> dict[str, str]:
+    # Per distinct set of header names (a job sends the same names run after run), not per
+    # delivery; the caller copies it.
+    given = {name.lower() for name in names}
+    return {name: value for name, value in DEFAULT_HEADERS.items() if name.lower() not in given}
 
 
 def redirected(status: int, method: str, body: bytes, headers: dict[str, str],

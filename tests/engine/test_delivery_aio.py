@@ -70,7 +70,7 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         self.server.received.append({
             "method": self.command, "path": parts.path, "headers": dict(self.headers.items()),
-            "body": body, "client_port": self.client_address[1],
+            "body": body, "client_port": self.client_address[1], "request_target": self.path,
         })
         route, _, arg = parts.path.strip("/").partition("/")
         getattr(self, "route_" + route.replace("-", "_"), self.route_ok)(arg, parse_qs(parts.query))

@@ -112,3 +112,124 @@ def test_a_blackholed_host_holds_only_its_own_places_and_each_connect_is_timed_f
     # Six behind two places: three rounds of the 0.5 s connect timeout, each timed from its
     # turn (none ran out of time while it waited).
     assert all(r.duration_ms < 1000 for r in lost)  # each about 0.5 s; the last round began at 1 s
+
+
+# --- a busy host's connections: reused before new ones are opened (GuardedConnector.reuse_wait) ----
+
+@pytest.fixture
+def fresh_server(server):
+    server.received.clear()  # the module's server: count this test's connections only
+    return server
+
+
+def deliver_second_once_first_holds_its_connection(session, first, second):
+    """Send ``first``; once it holds a connection (and none is idle), send ``second``:
+    [both results]. The session is closed on its loop's thread at the end."""
+    async def scenario():
+        try:
+            one = asyncio.ensure_future(deliver_async(first, session=session, policy=LOOPBACK, max_body_bytes=16384))
+            while not session.connector._in_use:
+                await asyncio.sleep(0.005)
+            two = await deliver_async(second, session=session, policy=LOOPBACK, max_body_bytes=16384)
+            return [await one, two]
+        finally:
+            await session.close()
+    return loop_thread().submit(scenario()).result(60)
+
+
+def test_a_request_takes_its_hosts_connection_when_it_comes_back_instead_of_opening_another(fresh_server):
+    session = loop_thread().call(lambda: AsyncSession(LOOPBACK, reuse_wait=30.0))
+    results = deliver_second_once_first_holds_its_connection(
+        session, prepared(fresh_server.url("/sleep/0.2")), prepared(fresh_server.url("/ok")))
+    assert [r.status_code for r in results] == [200, 200]
+    assert len({r["client_port"] for r in fresh_server.received}) == 1  # one connection, no second handshake
+
+
+def test_without_the_wait_a_busy_host_gets_a_second_connection(fresh_server):
+    """The same sends with ``reuse_wait=0`` (the slow path): two connections. So the test
+    above shows the wait, not an accident of timing."""
+    session = loop_thread().call(lambda: AsyncSession(LOOPBACK, reuse_wait=0))
+    results = deliver_second_once_first_holds_its_connection(
+        session, prepared(fresh_server.url("/sleep/0.2")), prepared(fresh_server.url("/ok")))
+    assert [r.status_code for r in results] == [200, 200]
+    assert len({r["client_port"] for r in fresh_server.received}) == 2
+
+
+def test_the_wait_for_a_connection_is_not_the_hosts_time(fresh_server):
+    """The second delivery waits longer for the first's connection than its own timeout
+    allows: it still succeeds, as the wait is our queue, not the host's time."""
+    session = loop_thread().call(lambda: AsyncSession(LOOPBACK, reuse_wait=30.0))
+    results = deliver_second_once_first_holds_its_connection(
+        session, prepared(fresh_server.url("/sleep/1")), prepared(fresh_server.url("/ok"), timeout=0.5))
+    assert [r.status_code for r in results] == [200, 200]
+    assert results[1].error_kind is None and results[1].duration_ms < 500
+    assert len({r["client_port"] for r in fresh_server.received}) == 1
+
+
+def test_a_slow_host_still_gets_a_connection_per_request_once_the_wait_is_over(fresh_server):
+    """Four deliveries at once to a host answering in 1 s: none comes back within the
+    (default) wait, so each opens its own and they run side by side, not one after another."""
+    session = loop_thread().call(lambda: AsyncSession(LOOPBACK))
+    results = deliver_all(session, LOOPBACK, [prepared(fresh_server.url("/sleep/1"), timeout=10) for _ in range(4)])
+    assert [r.status_code for r in results] == [200] * 4
+    assert len({r["client_port"] for r in fresh_server.received}) == 4
+
+
+def test_a_cancelled_wait_leaves_no_waiter_behind(fresh_server):
+    async def scenario():
+        session = AsyncSession(LOOPBACK, reuse_wait=30.0)
+        try:
+            one = asyncio.ensure_future(deliver_async(prepared(fresh_server.url("/sleep/0.3")), session=session,
+                                                      policy=LOOPBACK, max_body_bytes=16384))
+            while not session.connector._in_use:
+                await asyncio.sleep(0.005)
+            two = asyncio.ensure_future(deliver_async(prepared(fresh_server.url("/ok")), session=session,
+                                                      policy=LOOPBACK, max_body_bytes=16384))
+            while not session.connector._reuse_waiters:
+                await asyncio.sleep(0.005)
+            two.cancel()
+            await asyncio.gather(two, return_exceptions=True)
+            first = await one
+            return first, dict(session.connector._reuse_waiters), dict(session.connector._in_use)
+        finally:
+            await session.close()
+
+    first, waiters, in_use = loop_thread().submit(scenario()).result(60)
+    assert first.status_code == 200
+    assert waiters == {} and in_use == {}
+
+
+def test_a_loop_running_late_waits_longer_for_a_busy_hosts_connection(fresh_server):
+    """On a loop whose timers fire late, requests hold their connections longer: the wait
+    stretches (here 50 ms + 4 x 0.3 s), so the second request still takes the first's
+    connection, freed after 0.6 s, where a punctual loop's 50 ms would have opened another
+    (test_without_the_wait_...)."""
+    def late_session():
+        session = AsyncSession(LOOPBACK, reuse_wait=0.05)
+        session.connector._lag = 0.3  # as measured by a wait whose timer fired late
+        return session
+
+    session = loop_thread().call(late_session)
+    results = deliver_second_once_first_holds_its_connection(
+        session, prepared(fresh_server.url("/sleep/0.6")), prepared(fresh_server.url("/ok")))
+    assert [r.status_code for r in results] == [200, 200]
+    assert len({r["client_port"] for r in fresh_server.received}) == 1
+
+
+def test_a_wait_whose_timer_fires_late_measures_how_late_the_loop_runs():
+    async def scenario():
+        session = AsyncSession(LOOPBACK)
+        try:
+            connector, loop = session.connector, asyncio.get_running_loop()
+            turn = loop.create_future()
+            connector._wait_over(turn, loop.time() - 0.5)  # fired half a second after it was due
+            first = connector._lag
+            connector._wait_over(loop.create_future(), loop.time() + 1.0)  # on time: the lag decays
+            return turn.done(), first, connector._lag
+        finally:
+            await session.close()
+
+    settled, first, then = loop_thread().submit(scenario()).result(30)
+    assert settled
+    assert 0.09 < first < 0.11  # 0.2 x 0.5 s
+    assert then < first

@@ -263,3 +263,25 @@ def test_prepare_renders_signs_and_copies_the_settings():
         "PUT", "https://example.com/x", 12, 2)
     assert request.follow_redirects and request.max_redirects == 4
     assert signing.verify(secret, request.headers, request.body, now=1000)
+
+
+@pytest.mark.parametrize("headers", [
+    {},
+    {"User-Agent": "cronsvc/1", "webhook-id": "x"},
+    {"accept": "application/json"},
+    {"ACCEPT-ENCODING": "identity", "X-Other": "1"},
+    {"Accept": "text/plain", "Accept-Encoding": "br"},
+])
+def test_default_headers_kept_per_name_set_give_what_the_per_delivery_merge_gave(headers):
+    """``with_default_headers`` keeps the defaults to add per set of header names; the
+    result, order included, is the per-delivery merge's (the slow path, written out here)."""
+    from cronsvc.delivery.request import DEFAULT_HEADERS, with_default_headers
+
+    given = {name.lower() for name in headers}
+    slow = {name: value for name, value in DEFAULT_HEADERS.items() if name.lower() not in given}
+    slow.update(headers)
+    for _ in range(2):  # computed, then kept
+        fast = with_default_headers(headers)
+        assert list(fast.items()) == list(slow.items())
+    fast["Accept"] = "changed"  # the caller's copy: the kept defaults are not touched
+    assert list(with_default_headers(headers).items()) == list(slow.items())
