@@ -13,6 +13,11 @@ with a host name in the URL, triggers) is sent at a fixed ``--rate`` by bench/op
 Figures per kind of request and for the whole mix, with the load average and the load
 generator's own CPU (it shares the machine).
 
+``--mode cpu``: where the machine's CPU goes while the Procfile's web process serves the mix
+at ``--rate`` (one that it sustains, e.g. 200) for ``--seconds``: CPU ms per request served of
+the web process's main process and workers, the database's PostgreSQL backends, redis-server,
+and the load generator (from /proc: figures a busy machine moves little).
+
 ``--mode costs``: only the cost table below (SQL statements, Python calls and CPU per kind
 of request, in this process), e.g. with ``--executions 20000`` for a quick look.
 
@@ -61,6 +66,7 @@ sys.path.insert(0, str(ROOT))
 from benchenv import log, prepare  # noqa: E402 - bench/ is on sys.path: run as a script
 from openloop import ALL, Request, paced_run  # noqa: E402
 from openloop import median_of as open_median  # noqa: E402
+import proccpu  # noqa: E402
 UTC = timezone.utc
 
 BENCH_ORG = "Bench API"
@@ -407,6 +413,49 @@ def open_loop(port, key, args, context, org):
     return {name: open_median(samples[name]) for name in order if name in samples}
 
 
+def cpu_split(port, key, args, context, web):
+    """The mix at --rate for --seconds; CPU ms per request served of each process of the
+    stack (/proc), context switches per request, and the machine's busy CPU (others too)."""
+    from django.db import connection
+
+    headers = [f"Authorization: Bearer {key}", "Accept: application/json", "Content-Type: application/json"]
+    paced_run(port, mix_requests(2 * args.rate, -1, **context), args.rate, args.open_connections,
+              headers=headers, ok=OK)  # warm-up: each worker's connections, caches, plans
+    with connection.cursor() as cursor:  # the web workers' backends (this process's excluded)
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid()")
+        backends = [row[0] for row in cursor.fetchall()]
+    server, *workers = sorted(proccpu.process_group(web.pid))
+    groups = {"web: granian main process": [server], f"web: {len(workers)} workers": workers,
+              f"PostgreSQL: {len(backends)} backends": backends,
+              "redis-server (shared with other users)": proccpu.pids_named("redis-server")}
+    before = proccpu.Snapshot(groups, threads_of=workers)
+    started = time.process_time()
+    result = paced_run(port, mix_requests(args.rate * args.seconds, 7, **context), args.rate,
+                       args.open_connections, headers=headers, ok=OK, warmup=0)[ALL]
+    generator = time.process_time() - started
+    after = proccpu.Snapshot(groups, threads_of=workers)
+    served = result["count"]
+    rows = {label: sum(after.cpu[label][pid] - before.cpu[label][pid] for pid in pids) for label, pids in groups.items()}
+    rows["load generator (bench process)"] = generator
+    switches = {label: after.switches[label] - before.switches[label] for label in groups}
+    stack = sum(rows.values())
+    out = [f"{served:,} requests of the mix at {args.rate}/s ({result['rate']:.0f}/s served, p50 {result['p50']:.1f} ms, "
+           f"p95 {result['p95']:.1f} ms, errors {result['errors']}); load average {os.getloadavg()[0]:.2f}", "",
+           "| process | CPU ms per request | share of the stack | context switches per request |",
+           "|---|---:|---:|---:|"]
+    out += [f"| {label} | {1000 * seconds / served:.3f} | {100 * seconds / stack:.0f} % | "
+            f"{switches[label] / served:.1f} |" if label in switches else
+            f"| {label} | {1000 * seconds / served:.3f} | {100 * seconds / stack:.0f} % | |"
+            for label, seconds in rows.items()]
+    out.append(f"| **the stack** | **{1000 * stack / served:.3f}** | 100 % | |")
+    out.append(f"| the whole machine (other users too) | {1000 * (after.machine - before.machine) / served:.3f} | | |")
+    threads = proccpu.per_thread_name(before, after)
+    log("web workers' threads, CPU ms per request: " + ", ".join(
+        f"{name} {1000 * seconds / served:.3f}" for name, seconds in sorted(threads.items(), key=lambda kv: -kv[1])))
+    return "\n".join(out)
+
+
 def open_table(results):
     out = ["| requests | sent/s | p50 ms | p95 ms | p99 ms | max ms | service p95 ms | errors | target | load avg | "
            "generator CPU % |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
@@ -603,11 +652,12 @@ def main():
                         help="paced clients (each waits --think-ms between requests), whose p95 the latency "
                              "targets are checked on; 0: none")
     parser.add_argument("--think-ms", type=int, default=1000, help="paced clients' think time (0.5x to 1.5x)")
-    parser.add_argument("--mode", choices=("open", "closed", "both", "costs"), default="open",
+    parser.add_argument("--mode", choices=("open", "closed", "both", "costs", "cpu"), default="open",
                         help="open: the mix at a fixed --rate (issue 38's target); closed: each scenario "
                              "alone in wrk's closed loop and paced clients (issue 6's); costs: only the "
                              "cost of each kind of request in this process (no server: figures a busy "
-                             "machine does not move)")
+                             "machine does not move); cpu: CPU per request of each process of the stack "
+                             "while the server serves the mix at --rate")
     parser.add_argument("--rate", type=int, default=500, help="open loop: requests per second of the mix")
     parser.add_argument("--history-rate", type=int, default=100, help="open loop: history pages per second")
     parser.add_argument("--open-connections", type=int, default=50, help="open loop: keep-alive connections")
@@ -644,7 +694,7 @@ def main():
     explain = explain_executions_list(key, [("first page", paths["executions"]), ("deep page", paths["executions_deep"])])
     print(explain, flush=True)
     context = {"job_ids": job_ids, "project": str(project.pk), "cursor": cursor, "run_id": run_id}
-    costs = request_costs(key, context, org) if args.mode != "closed" else {}
+    costs = request_costs(key, context, org) if args.mode not in ("closed", "cpu") else {}
     if args.mode == "costs":
         print(costs_table(costs))
         return
@@ -658,6 +708,9 @@ def main():
     log(f"web: {command} (PORT={port}, WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset')})")
     results, opened = {}, {}
     try:
+        if args.mode == "cpu":
+            print(cpu_split(port, key, args, context, web))
+            return
         if args.mode != "closed":
             opened = open_loop(port, key, args, context, org)
         for name in (scenarios if args.mode != "open" else []):
