@@ -421,27 +421,35 @@ def cpu_split(port, key, args, context, web):
     headers = [f"Authorization: Bearer {key}", "Accept: application/json", "Content-Type: application/json"]
     paced_run(port, mix_requests(2 * args.rate, -1, **context), args.rate, args.open_connections,
               headers=headers, ok=OK)  # warm-up: each worker's connections, caches, plans
-    with connection.cursor() as cursor:  # the web workers' backends (this process's excluded)
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                       "AND pid <> pg_backend_pid()")
-        backends = [row[0] for row in cursor.fetchall()]
+
+    def backends():  # the web workers' (this process's excluded)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND pid <> pg_backend_pid()")
+            return [row[0] for row in cursor.fetchall()]
+
     server, *workers = sorted(proccpu.process_group(web.pid))
     groups = {"web: granian main process": [server], f"web: {len(workers)} workers": workers,
-              f"PostgreSQL: {len(backends)} backends": backends,
+              "PostgreSQL backends": backends(),
               "redis-server (shared with other users)": proccpu.pids_named("redis-server")}
     before = proccpu.Snapshot(groups, threads_of=workers)
     started = time.process_time()
     result = paced_run(port, mix_requests(args.rate * args.seconds, 7, **context), args.rate,
                        args.open_connections, headers=headers, ok=OK, warmup=0)[ALL]
     generator = time.process_time() - started
+    # A worker thread that first needed the database during the run opened a backend then:
+    # its CPU from its start counts (0 before).
+    groups["PostgreSQL backends"] = sorted(set(groups["PostgreSQL backends"]) | set(backends()))
     after = proccpu.Snapshot(groups, threads_of=workers)
     served = result["count"]
-    rows = {label: sum(after.cpu[label][pid] - before.cpu[label][pid] for pid in pids) for label, pids in groups.items()}
+    rows = {label: sum(after.cpu[label][pid] - before.cpu[label].get(pid, 0.0) for pid in pids)
+            for label, pids in groups.items()}
     rows["load generator (bench process)"] = generator
     switches = {label: after.switches[label] - before.switches[label] for label in groups}
     stack = sum(rows.values())
     out = [f"{served:,} requests of the mix at {args.rate}/s ({result['rate']:.0f}/s served, p50 {result['p50']:.1f} ms, "
-           f"p95 {result['p95']:.1f} ms, errors {result['errors']}); load average {os.getloadavg()[0]:.2f}", "",
+           f"p95 {result['p95']:.1f} ms, errors {result['errors']}); {len(groups['PostgreSQL backends'])} PostgreSQL "
+           f"backends; load average {os.getloadavg()[0]:.2f}", "",
            "| process | CPU ms per request | share of the stack | context switches per request |",
            "|---|---:|---:|---:|"]
     out += [f"| {label} | {1000 * seconds / served:.3f} | {100 * seconds / stack:.0f} % | "
