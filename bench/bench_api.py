@@ -63,10 +63,10 @@ ROOT = Path(__file__).resolve().parent.parent
 WRK_DIR = ROOT / "bench" / "wrk"
 sys.path.insert(0, str(ROOT))
 
-from benchenv import log, prepare  # noqa: E402 - bench/ is on sys.path: run as a script
+import proccpu  # noqa: E402 - bench/ is on sys.path: run as a script
+from benchenv import log, prepare  # noqa: E402
 from openloop import ALL, Request, paced_run  # noqa: E402
 from openloop import median_of as open_median  # noqa: E402
-import proccpu  # noqa: E402
 UTC = timezone.utc
 
 BENCH_ORG = "Bench API"
@@ -447,14 +447,13 @@ def cpu_split(port, key, args, context, web):
     rows["load generator (bench process)"] = generator
     switches = {label: after.switches[label] - before.switches[label] for label in groups}
     stack = sum(rows.values())
-    out = [f"{served:,} requests of the mix at {args.rate}/s ({result['rate']:.0f}/s served, p50 {result['p50']:.1f} ms, "
-           f"p95 {result['p95']:.1f} ms, errors {result['errors']}); {len(groups['PostgreSQL backends'])} PostgreSQL "
-           f"backends; load average {os.getloadavg()[0]:.2f}", "",
+    out = [(f"{served:,} requests of the mix at {args.rate}/s ({result['rate']:.0f}/s served, p50 "
+            f"{result['p50']:.1f} ms, p95 {result['p95']:.1f} ms, errors {result['errors']}); "
+            f"{len(groups['PostgreSQL backends'])} PostgreSQL backends; load average {os.getloadavg()[0]:.2f}"), "",
            "| process | CPU ms per request | share of the stack | context switches per request |",
            "|---|---:|---:|---:|"]
     out += [f"| {label} | {1000 * seconds / served:.3f} | {100 * seconds / stack:.0f} % | "
-            f"{switches[label] / served:.1f} |" if label in switches else
-            f"| {label} | {1000 * seconds / served:.3f} | {100 * seconds / stack:.0f} % | |"
+            + (f"{switches[label] / served:.1f} |" if label in switches else " |")
             for label, seconds in rows.items()]
     out.append(f"| **the stack** | **{1000 * stack / served:.3f}** | 100 % | |")
     out.append(f"| the whole machine (other users too) | {1000 * (after.machine - before.machine) / served:.3f} | | |")

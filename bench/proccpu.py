@@ -46,30 +46,24 @@ def context_switches(pid):
     return total
 
 
-def process_group(pgid):
-    """The ids of the processes in process group ``pgid`` (a server and its workers)."""
-    found = []
+def _processes():
+    """(pid, command name, /proc/<pid>/stat fields) of every process."""
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if int(_stat_fields(f"/proc/{entry}/stat")[1][2]) == pgid:
-                    found.append(int(entry))
-            except (FileNotFoundError, ProcessLookupError, IndexError):
+                yield (int(entry), *_stat_fields(f"/proc/{entry}/stat"))
+            except (FileNotFoundError, ProcessLookupError):  # ended meanwhile
                 continue
-    return found
+
+
+def process_group(pgid):
+    """The ids of the processes in process group ``pgid`` (a server and its workers)."""
+    return [pid for pid, _, fields in _processes() if int(fields[2]) == pgid]
 
 
 def pids_named(name):
     """Processes whose command name is ``name`` (e.g. redis-server)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if _stat_fields(f"/proc/{entry}/stat")[0] == name:
-                    found.append(int(entry))
-            except FileNotFoundError:
-                continue
-    return found
+    return [pid for pid, command, _ in _processes() if command == name]
 
 
 def machine_busy_seconds():
