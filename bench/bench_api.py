@@ -16,6 +16,11 @@ generator's own CPU (it shares the machine). ``--only history``: the history pag
 minutes), e.g. to measure the 10M-row history against an already-loaded database; it writes
 no figures into bench/README.md unless ``--readme``.
 
+``--mode cpu``: where the machine's CPU goes while the Procfile's web process serves the mix
+at ``--rate`` (one that it sustains, e.g. 200) for ``--seconds``: CPU ms per request served of
+the web process's main process and workers, the database's PostgreSQL backends, redis-server,
+and the load generator (from /proc: figures a busy machine moves little).
+
 ``--mode costs``: only the cost table below (SQL statements, Python calls and CPU per kind
 of request, in this process), e.g. with ``--executions 20000`` for a quick look.
 
@@ -61,7 +66,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WRK_DIR = ROOT / "bench" / "wrk"
 sys.path.insert(0, str(ROOT))
 
-from benchenv import log, prepare  # noqa: E402 - bench/ is on sys.path: run as a script
+import proccpu  # noqa: E402 - bench/ is on sys.path: run as a script
+from benchenv import log, prepare  # noqa: E402
 from openloop import ALL, Request, paced_run  # noqa: E402
 from openloop import median_of as open_median  # noqa: E402
 UTC = timezone.utc
@@ -402,16 +408,11 @@ def server_cpu(web):
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
                        "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
         backends = {row[0] for row in cursor.fetchall()}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for pid in set(proccpu.process_group(web.pid)) | backends:
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
+            used[pid] = proccpu.cpu_seconds(pid)[1]
+        except FileNotFoundError:  # gone meanwhile
             continue
-        # after the name: state ppid pgrp ... utime (11) stime (12), in clock ticks
-        if int(fields[2]) == web.pid or int(entry.name) in backends:
-            used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return used
 
 
@@ -464,6 +465,56 @@ def open_loop(port, key, args, context, org, web):
     order = ["baseline", "mix", *(f"mix: {kind}" for kind in MIX), "history", *(f"history: {kind}" for kind in HISTORY_KINDS)]
     return {name: open_median(samples[name]) | {"server_cpu_ms": statistics.median(
         cell["server_cpu_ms"] for cell in samples[name])} for name in order if name in samples}
+
+
+def cpu_split(port, key, args, context, web):
+    """The mix at --rate for --seconds; CPU ms per request served of each process of the
+    stack (/proc), context switches per request, and the machine's busy CPU (others too)."""
+    from django.db import connection
+
+    headers = [f"Authorization: Bearer {key}", "Accept: application/json", "Content-Type: application/json"]
+    paced_run(port, mix_requests(2 * args.rate, -1, **context), args.rate, args.open_connections,
+              headers=headers, ok=OK)  # warm-up: each worker's connections, caches, plans
+
+    def backends():  # the web workers' (this process's excluded)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND pid <> pg_backend_pid()")
+            return [row[0] for row in cursor.fetchall()]
+
+    server, *workers = sorted(proccpu.process_group(web.pid))
+    groups = {"web: granian main process": [server], f"web: {len(workers)} workers": workers,
+              "PostgreSQL backends": backends(),
+              "redis-server (shared with other users)": proccpu.pids_named("redis-server")}
+    before = proccpu.Snapshot(groups, threads_of=workers)
+    started = time.process_time()
+    result = paced_run(port, mix_requests(args.rate * args.seconds, 7, **context), args.rate,
+                       args.open_connections, headers=headers, ok=OK, warmup=0)[ALL]
+    generator = time.process_time() - started
+    # A worker thread that first needed the database during the run opened a backend then:
+    # its CPU from its start counts (0 before).
+    groups["PostgreSQL backends"] = sorted(set(groups["PostgreSQL backends"]) | set(backends()))
+    after = proccpu.Snapshot(groups, threads_of=workers)
+    served = result["count"]
+    rows = {label: sum(after.cpu[label][pid] - before.cpu[label].get(pid, 0.0) for pid in pids)
+            for label, pids in groups.items()}
+    rows["load generator (bench process)"] = generator
+    switches = {label: after.switches[label] - before.switches[label] for label in groups}
+    stack = sum(rows.values())
+    out = [(f"{served:,} requests of the mix at {args.rate}/s ({result['rate']:.0f}/s served, p50 "
+            f"{result['p50']:.1f} ms, p95 {result['p95']:.1f} ms, errors {result['errors']}); "
+            f"{len(groups['PostgreSQL backends'])} PostgreSQL backends; load average {os.getloadavg()[0]:.2f}"), "",
+           "| process | CPU ms per request | share of the stack | context switches per request |",
+           "|---|---:|---:|---:|"]
+    out += [f"| {label} | {1000 * seconds / served:.3f} | {100 * seconds / stack:.0f} % | "
+            + (f"{switches[label] / served:.1f} |" if label in switches else " |")
+            for label, seconds in rows.items()]
+    out.append(f"| **the stack** | **{1000 * stack / served:.3f}** | 100 % | |")
+    out.append(f"| the whole machine (other users too) | {1000 * (after.machine - before.machine) / served:.3f} | | |")
+    threads = proccpu.per_thread_name(before, after)
+    log("web workers' threads, CPU ms per request: " + ", ".join(
+        f"{name} {1000 * seconds / served:.3f}" for name, seconds in sorted(threads.items(), key=lambda kv: -kv[1])))
+    return "\n".join(out)
 
 
 def open_table(results):
@@ -665,11 +716,12 @@ def main():
                         help="paced clients (each waits --think-ms between requests), whose p95 the latency "
                              "targets are checked on; 0: none")
     parser.add_argument("--think-ms", type=int, default=1000, help="paced clients' think time (0.5x to 1.5x)")
-    parser.add_argument("--mode", choices=("open", "closed", "both", "costs"), default="open",
+    parser.add_argument("--mode", choices=("open", "closed", "both", "costs", "cpu"), default="open",
                         help="open: the mix at a fixed --rate (issue 38's target); closed: each scenario "
                              "alone in wrk's closed loop and paced clients (issue 6's); costs: only the "
                              "cost of each kind of request in this process (no server: figures a busy "
-                             "machine does not move)")
+                             "machine does not move); cpu: CPU per request of each process of the stack "
+                             "while the server serves the mix at --rate")
     parser.add_argument("--rate", type=int, default=500, help="open loop: requests per second of the mix")
     parser.add_argument("--history-rate", type=int, default=100, help="open loop: history pages per second")
     parser.add_argument("--open-connections", type=int, default=50, help="open loop: keep-alive connections")
@@ -710,7 +762,7 @@ def main():
     explain = explain_executions_list(key, history_explain_paths(context))
     print(explain, flush=True)
     costs = request_costs(key, context, org, kinds=HISTORY_KINDS if args.only else tuple(MIX)) \
-        if args.mode != "closed" else {}
+        if args.mode not in ("closed", "cpu") else {}
     if args.mode == "costs":
         print(costs_table(costs))
         return
@@ -724,6 +776,9 @@ def main():
     log(f"web: {command} (PORT={port}, WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'unset')})")
     results, opened = {}, {}
     try:
+        if args.mode == "cpu":
+            print(cpu_split(port, key, args, context, web))
+            return
         if args.mode != "closed":
             opened = open_loop(port, key, args, context, org, web)
         for name in (scenarios if args.mode != "open" else []):
