@@ -2,6 +2,8 @@
 is indexed while the scheduler and the workers keep writing to it. Nothing on SQLite (the
 embedded mode's tables are small, and it has no such build)."""
 
+from .modes import on_postgresql
+
 
 def concurrent_index(name, model, definition):
     """(create, drop) for ``migrations.RunPython`` in a migration with ``atomic = False``:
@@ -9,7 +11,7 @@ def concurrent_index(name, model, definition):
     with ``definition`` (the columns in parentheses, then any ``WHERE``)."""
 
     def create(apps, schema_editor):
-        if schema_editor.connection.vendor != "postgresql":
+        if not on_postgresql(schema_editor.connection):
             return
         table = schema_editor.quote_name(apps.get_model(model)._meta.db_table)
         with schema_editor.connection.cursor() as cursor:  # a failed concurrent build leaves an invalid index
@@ -20,7 +22,7 @@ def concurrent_index(name, model, definition):
         schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} {definition}")
 
     def drop(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
+        if on_postgresql(schema_editor.connection):
             schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
 
     return create, drop
