@@ -2,6 +2,8 @@
 is indexed while the scheduler and the workers keep writing to it. Nothing on SQLite (the
 embedded mode's tables are small, and it has no such build)."""
 
+from functools import partial
+
 from .modes import on_postgresql
 
 
@@ -9,20 +11,21 @@ def concurrent_index(name, model, definition):
     """(create, drop) for ``migrations.RunPython`` in a migration with ``atomic = False``:
     index ``name`` on ``model``'s table ("app_label.Model", read from the migration's state)
     with ``definition`` (the columns in parentheses, then any ``WHERE``)."""
+    return partial(_create, name, model, definition), partial(_drop, name)
 
-    def create(apps, schema_editor):
-        if not on_postgresql(schema_editor.connection):
-            return
-        table = schema_editor.quote_name(apps.get_model(model)._meta.db_table)
-        with schema_editor.connection.cursor() as cursor:  # a failed concurrent build leaves an invalid index
-            cursor.execute("SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                           "WHERE c.relname = %s AND NOT i.indisvalid", [name])
-            if cursor.fetchone():
-                schema_editor.execute(f"DROP INDEX CONCURRENTLY {name}")
-        schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} {definition}")
 
-    def drop(apps, schema_editor):
-        if on_postgresql(schema_editor.connection):
-            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+def _create(name, model, definition, apps, schema_editor):
+    if not on_postgresql(schema_editor.connection):
+        return
+    table = schema_editor.quote_name(apps.get_model(model)._meta.db_table)
+    with schema_editor.connection.cursor() as cursor:  # a failed concurrent build leaves an invalid index
+        cursor.execute("SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                       "WHERE c.relname = %s AND NOT i.indisvalid", [name])
+        if cursor.fetchone():
+            schema_editor.execute(f"DROP INDEX CONCURRENTLY {name}")
+    schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} {definition}")
 
-    return create, drop
+
+def _drop(name, apps, schema_editor):
+    if on_postgresql(schema_editor.connection):
+        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
