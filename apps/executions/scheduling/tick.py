@@ -8,12 +8,12 @@ Publishing happens only after the commit (see publishing.py); what is never publ
 is found by the sweeper.
 
 The cost per claimed job decides how many jobs a scheduler can dispatch per second
-(bench/bench_scheduler.py), so a tick does three statements whatever the batch size:
+(bench/bench_scheduler.py), so a tick does two statements whatever the batch size:
 one query claims the jobs with everything the tick needs (their organization's state
 and, for overlap ``forbid``, whether a run is unfinished) as plain tuples, no model
-instances; one INSERT writes the executions; one UPDATE advances the jobs. On
-PostgreSQL the query runs on a binary cursor and the two writes send their columns as
-binary arrays (``unnest``), so nothing is quoted into SQL text and nothing is decoded
+instances; one statement inserts the executions and advances the jobs (a data-modifying
+CTE). On PostgreSQL the query runs on a binary cursor and the writes send their columns
+as binary arrays (``unnest``), so nothing is quoted into SQL text and nothing is decoded
 in Python that psycopg can decode in C. SQLite (embedded mode) keeps the ORM.
 
 ``now`` is the database's time (the loop reads it once per tick: docs/architecture.md,
@@ -282,8 +282,8 @@ def _write(ids, rows, now, updates):
         _insert_by_orm(ids, rows, now)
         _advance_by_orm(updates)
         return None
-    inserted = queries.ScheduledRunsInsert.get(_Row._fields).run(ids, rows, now) if rows else ids
-    queries.advance_jobs(queries.ADVANCED.params(updates))  # one statement for every claimed job
+    # one statement for every claimed job: its runs inserted, the job advanced
+    inserted = queries.ScheduledRunsInsert.get(_Row._fields).run(ids, rows, now, updates)
     return None if len(inserted) == len(rows) else inserted
 
 
