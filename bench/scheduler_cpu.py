@@ -24,16 +24,14 @@ import os
 import statistics
 import sys
 import time
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchenv import log, prepare  # noqa: E402 - bench/ is on sys.path: run as a script
+from benchenv import log, prepare
 
-UTC = timezone.utc
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 

@@ -12,7 +12,12 @@ from apps.executions.models import Execution
 from apps.executions.scheduling import process
 from apps.executions.scheduling.process import SchedulerLoop
 from apps.executions.scheduling.tick import (
-    _AS_TEXT, _CLAIM_VALUES, CLAIM_FIELDS, MAX_DUE_SCAN, ClaimedJob, _occurrences_for,
+    _AS_TEXT,
+    _CLAIM_VALUES,
+    CLAIM_FIELDS,
+    MAX_DUE_SCAN,
+    ClaimedJob,
+    _occurrences_for,
 )
 from apps.jobs.models import Job
 from apps.jobs.windowing import job_windows

@@ -40,9 +40,9 @@ log = logging.getLogger("cronsvc.scheduler")
 
 MAX_BACKOFF = 30.0
 #: While due jobs wait (the last batch was full), the tick's other parts (due retries, the
-#: tick hooks, the event relay) run at most this often, not after every batch: they cost
-#: a batch of 500 about an eighth of its time (bench/README.md, "Issue 38"), and a retry
-#: still starts within about a second, as it does between bursts.
+#: tick hooks, the event relay) run at most this often, not after every batch (their share
+#: of a burst's time: bench/README.md, "Issue 38"); a retry still starts within about a
+#: second, as it does between bursts.
 BACKLOG_PARTS_INTERVAL = 1.0
 
 
