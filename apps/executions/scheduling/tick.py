@@ -249,7 +249,7 @@ def _due_occurrences(job, schedule, now, scans=None):
     one is due too (``more``: the next tick records it and what follows).
 
     ``scans`` memoises the scan within a batch: jobs of one schedule (expression and
-    timezone, interval and anchor, ...), window, jitter and due time, the many jobs of
+    timezone, interval and anchor, ...), start and end, jitter and due time, the many jobs of
     a burst that share a cron line, get the answer computed for the first of them."""
     key = (schedule, job.start_at, job.end_at, job.next_run_at, job_jitter(job))
     scan = None if scans is None else scans.get(key)
@@ -263,7 +263,7 @@ def _due_occurrences(job, schedule, now, scans=None):
 
 
 def _due_scan(schedule, start_at, end_at, next_run_at, jitter, now):
-    """_due_occurrences of a job of that schedule, window, due time and jitter (a pure
+    """_due_occurrences of a job of that schedule, start and end, due time and jitter (a pure
     function of them): (due occurrences as a tuple, the following one, more)."""
     due = [next_run_at - jitter]  # occurrence_of
     while True:
