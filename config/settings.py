@@ -466,6 +466,7 @@ if EVENT_STREAM_MAXLEN < 1:
 
 # --- Scheduler and runs ---
 SCHEDULER_BATCH_SIZE = env_int("SCHEDULER_BATCH_SIZE", 500)
+SCHEDULER_BACKLOG_BATCH_SIZE = env_int("SCHEDULER_BACKLOG_BATCH_SIZE", 2000)
 SCHEDULER_MAX_SLEEP = env_float("SCHEDULER_MAX_SLEEP", 1.0)
 SWEEPER_REPUBLISH_AFTER = env_int("SWEEPER_REPUBLISH_AFTER", 60)
 # A queued run whose queue holds no waiting message is published again sooner: its message

@@ -57,10 +57,11 @@ class Execution(QuickLoad, models.Model):
     FINAL_STATUSES = statuses.FINAL  # named once, in cronsvc.statuses
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    # No single-column indexes on job and organization: exec_job_latest, the unique
-    # occurrence and exec_org_latest lead with them, and each index costs every status
-    # change of every run (a large share of PostgreSQL's CPU: bench/README.md, "Figures
-    # behind the code").
+    # No single-column indexes on job and organization: the unique occurrence and
+    # exec_org_latest lead with them, and each index costs every status change of every
+    # run (a large share of PostgreSQL's CPU: bench/README.md, "Figures behind the code").
+    # No (job, -scheduled_for) index either: the unique (job, scheduled_for, trigger) one,
+    # read backwards, serves a job's runs newest first (bench/README.md, issue 38).
     # No constraint in the database: deleting a job (apps.executions.purging) removes the job at
     # once and its executions in batches after it. Every other way a job goes (its project,
     # the admin) still deletes its executions with it (Django's cascade).
@@ -85,7 +86,7 @@ class Execution(QuickLoad, models.Model):
     # Workflows: every execution of one chain carries the id of the chain's first execution
     # (set on that one when it finishes, if its job has downstream jobs); a run triggered
     # by its upstreams names the upstream executions that started it.
-    workflow_run_id = models.UUIDField(null=True, blank=True, db_index=True)
+    workflow_run_id = models.UUIDField(null=True, blank=True)  # indexed below, only where set
     upstream_executions = JSONField(default=list, blank=True)
     # The job's version (Job.version, apps.jobs.versions) this run was made with; null for
     # runs made before jobs had versions.
@@ -145,10 +146,12 @@ class Execution(QuickLoad, models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["job", "-scheduled_for"], name="exec_job_latest"),
             models.Index(fields=["organization", "-scheduled_for"], name="exec_org_latest"),
             # Deleting an execution looks up its replays; few runs are replays.
             models.Index(fields=["replay_of"], name="exec_replay_of", condition=Q(replay_of__isnull=False)),
+            # A workflow's runs (apps.workflows); scheduled runs, the most, belong to none.
+            models.Index(fields=["workflow_run_id"], name="exec_workflow_run",
+                         condition=Q(workflow_run_id__isnull=False)),
             # The sweeper's scan: only unfinished runs are in this index.
             models.Index(
                 fields=["status", "published_at"],

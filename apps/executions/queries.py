@@ -245,18 +245,16 @@ def limit_idle_time(milliseconds):
         cursor.execute(f"SET LOCAL idle_in_transaction_session_timeout = {int(milliseconds)}")
 
 
-def advance_jobs(params):
-    with binding_cursor() as cursor:
-        cursor.execute(ADVANCE_JOBS, params)
-
-
 class ScheduledRunsInsert:
-    """``INSERT INTO executions SELECT ... FROM unnest(<one binary array per varying
-    column>) ON CONFLICT DO NOTHING RETURNING id``, built once per process from the
-    model: every column the scheduler does not set gets the field's default, as with
-    bulk_create, so a field added to Execution later needs no change here (unless its
-    default must differ per row, like an id). The varying columns are ``id`` and the
-    scheduler's row fields, in their order."""
+    """A claim's writes in one statement (one round trip): ``WITH adv AS (UPDATE jobs ...
+    FROM unnest(<ADVANCED's arrays>)), ins AS (INSERT INTO executions SELECT ... FROM
+    unnest(<one binary array per varying column>) ON CONFLICT DO NOTHING RETURNING id)
+    SELECT id FROM ins``. The two parts write different tables (no foreign key joins
+    them in the database), so one statement does what the two did. Built once per
+    process from the model: every column the scheduler does not set gets the field's
+    default, as with bulk_create, so a field added to Execution later needs no change
+    here (unless its default must differ per row, like an id). The varying columns are
+    ``id`` and the scheduler's row fields, in their order."""
 
     _instance = None
 
@@ -289,18 +287,21 @@ class ScheduledRunsInsert:
             f"INSERT INTO {_quote(Execution._meta.db_table)} ({', '.join(columns)}) "
             f"SELECT {', '.join(select)} FROM {self.rows.source} ON CONFLICT DO NOTHING"
         )
-        self.sql = f"{insert} RETURNING id"
+        self.sql = f"WITH adv AS ({ADVANCE_JOBS}), ins AS ({insert} RETURNING id) SELECT id FROM ins"
         # With the event stream on, the same statement writes each inserted run's event
         # (queued or skipped) to the outbox from the rows it inserted.
         self.sql_with_events = (
-            f"WITH ins AS ({insert} RETURNING id, job_id, organization_id, status, skip_reason, scheduled_for), "
+            f"WITH adv AS ({ADVANCE_JOBS}), "
+            f"ins AS ({insert} RETURNING id, job_id, organization_id, status, skip_reason, scheduled_for), "
             f"ev AS ({event_queries.insert_sql(_SCHEDULED_EVENTS)}) SELECT id FROM ins"
         )
 
-    def run(self, ids, rows, now):
+    def run(self, ids, rows, now, advanced):
+        """Insert ``rows`` (with ``ids``) and advance the jobs ``advanced`` ((id, next due
+        time, expired at) each); returns the ids inserted."""
         constants = [now if column == "created_at" else value for column, value in self.constants]
         arrays = self.rows.params((execution_id, *row) for execution_id, row in zip(ids, rows))
-        sql, params = self.sql, [*constants, *arrays]
+        sql, params = self.sql, [*ADVANCED.params(advanced), *constants, *arrays]
         if outbox.enabled():
             sql, params = self.sql_with_events, [*params, now]
         return _returned_ids(sql, params)

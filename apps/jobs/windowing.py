@@ -13,7 +13,7 @@ from cronsvc.schedules.window_runs import OUTSIDE_WINDOW, place, placed_runs, re
 from .scheduling import job_schedule
 
 log = logging.getLogger(__name__)
-_NONE = (None, [], "[]")
+_NONE = (None, [], "[]", "null")  # the scheduler's claim reads them as jsonb's text
 
 
 def job_windows(job):
@@ -25,7 +25,7 @@ def job_windows(job):
 
 
 def _text(value):
-    # The scheduler's binary cursor may hand jsonb over as text or as Python values.
+    # The scheduler's claim hands jsonb over as text; a Job, as Python values.
     return value if isinstance(value, str) else json.dumps(value or [], sort_keys=True)
 
 

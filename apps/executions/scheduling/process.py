@@ -39,6 +39,11 @@ from .tick import claim_due
 log = logging.getLogger("cronsvc.scheduler")
 
 MAX_BACKOFF = 30.0
+#: While due jobs wait (the last batch was full), the tick's other parts (due retries, the
+#: tick hooks, the event relay) run at most this often, not after every batch (their share
+#: of a burst's time: bench/README.md, "Issue 38"); a retry still starts within about a
+#: second, as it does between bursts.
+BACKLOG_PARTS_INTERVAL = 1.0
 
 
 @dataclass
@@ -46,13 +51,17 @@ class LoopState:
     stopping: bool = False
     last_sweep: float = 0.0
     failures: int = 0
+    backlogged: bool = False  # the last batch was full: more jobs are due
+    last_parts: float | None = None  # when the tick's other parts last ran (monotonic)
 
 
 class SchedulerLoop:
-    def __init__(self, *, batch_size=None, max_sleep=None, sweep_interval=None, clock=None):
+    def __init__(self, *, batch_size=None, backlog_batch_size=None, max_sleep=None, sweep_interval=None, clock=None):
         """``clock``: () -> the database's time, for tests (time passed in); by default
-        each tick reads it from the database (apps/sql/clock.py)."""
+        each tick reads it from the database (apps/sql/clock.py). ``backlog_batch_size``:
+        the batch while due jobs wait (never below ``batch_size``)."""
         self.batch_size = batch_size or settings.SCHEDULER_BATCH_SIZE
+        self.backlog_batch_size = max(self.batch_size, backlog_batch_size or settings.SCHEDULER_BACKLOG_BATCH_SIZE)
         self.max_sleep = settings.SCHEDULER_MAX_SLEEP if max_sleep is None else max_sleep
         self.sweep_interval = settings.SWEEPER_INTERVAL if sweep_interval is None else sweep_interval
         self.clock = clock
@@ -97,20 +106,34 @@ class SchedulerLoop:
         # at most every HEARTBEAT_INTERVAL seconds
         self._guarded("heartbeat", self.heartbeat.beat, now, skew_seconds=reading.skew_seconds)
         overloaded = self.overload.overloaded()
-        result = claim_due(now, self.batch_size, overloaded)
+        # A burst is drained in larger batches: fewer transactions (and commits) a job.
+        batch_size = self.backlog_batch_size if self.state.backlogged else self.batch_size
+        result = claim_due(now, batch_size, overloaded)
         published = self._publish(result.to_publish)
         if result.claimed:
             self._log_tick(result, published)
+        backlogged = self.state.backlogged = result.claimed >= batch_size
+        # Dispatch first: while due jobs wait (a full batch) a tick publishes a few events,
+        # the rest wait in the outbox until the burst has drained.
+        batch = relay.BUSY_BATCH if backlogged else relay.BATCH
+        relayed = self._other_parts(now, overloaded, batch) if self._parts_due(backlogged) else 0
+        self._guarded("sweep", self._maybe_sweep)
+        return backlogged or relayed >= batch
+
+    def _parts_due(self, backlogged):
+        """After every tick between bursts; during one, once per BACKLOG_PARTS_INTERVAL."""
+        at = time.monotonic()
+        if backlogged and self.state.last_parts is not None and at - self.state.last_parts < BACKLOG_PARTS_INTERVAL:
+            return False
+        self.state.last_parts = at
+        return True
+
+    def _other_parts(self, now, overloaded, relay_batch):
+        """Due retries, the tick hooks and the event relay; returns how many events were relayed."""
         self._guarded("retries", self._publish_due_retries, now, overloaded)
         # e.g. heartbeat monitors past their grace go late/down (decided once)
         hooks.run_tick_hooks(now, on_error=self._hook_failed)
-        # Dispatch first: while due jobs wait (a full batch) a tick publishes a few events,
-        # the rest wait in the outbox until the burst has drained.
-        backlogged = result.claimed >= self.batch_size
-        batch = relay.BUSY_BATCH if backlogged else relay.BATCH
-        relayed = self._guarded("relay", self._relay_events, batch) or 0
-        self._guarded("sweep", self._maybe_sweep)
-        return backlogged or relayed >= batch
+        return self._guarded("relay", self._relay_events, relay_batch) or 0
 
     def _read_clock(self):
         """The database's time (or the test's), its skew reported."""

@@ -8,12 +8,12 @@ Publishing happens only after the commit (see publishing.py); what is never publ
 is found by the sweeper.
 
 The cost per claimed job decides how many jobs a scheduler can dispatch per second
-(bench/bench_scheduler.py), so a tick does three statements whatever the batch size:
+(bench/bench_scheduler.py), so a tick does two statements whatever the batch size:
 one query claims the jobs with everything the tick needs (their organization's state
 and, for overlap ``forbid``, whether a run is unfinished) as plain tuples, no model
-instances; one INSERT writes the executions; one UPDATE advances the jobs. On
-PostgreSQL the query runs on a binary cursor and the two writes send their columns as
-binary arrays (``unnest``), so nothing is quoted into SQL text and nothing is decoded
+instances; one statement inserts the executions and advances the jobs (a data-modifying
+CTE). On PostgreSQL the query runs on a binary cursor and the writes send their columns
+as binary arrays (``unnest``), so nothing is quoted into SQL text and nothing is decoded
 in Python that psycopg can decode in C. SQLite (embedded mode) keeps the ORM.
 
 ``now`` is the database's time (the loop reads it once per tick: docs/architecture.md,
@@ -34,12 +34,13 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, OuterRef, Subquery, When
+from django.db.models import Case, OuterRef, Subquery, TextField, When
+from django.db.models.functions import Cast
 
 from apps.accounts.models import Organization
 from apps.eventstream import outbox
 from apps.jobs.models import Job
-from apps.jobs.scheduling import due_time, job_jitter, job_schedule, occurrence_of
+from apps.jobs.scheduling import due_time, job_jitter, job_schedule
 from apps.jobs.windowing import apply_windows
 from apps.sql.modes import on_postgresql
 from cronsvc.misfire import plan_catch_up
@@ -126,6 +127,12 @@ _UNFINISHED_RUN = Case(
 )
 
 
+#: The windows and blackouts come as jsonb's text: the common "[]" costs no JSON decoding
+#: a job (apps.jobs.windowing reads the text as it reads the values).
+_AS_TEXT = {f"{name}_text": Cast(name, TextField()) for name in ("windows", "blackouts")}
+_CLAIM_VALUES = [f"{name}_text" if f"{name}_text" in _AS_TEXT else name for name in CLAIM_FIELDS]
+
+
 def claim_due(now, batch_size, overloaded=frozenset()):
     """Run one claim transaction. Returns a TickResult whose ``to_publish`` lists the
     executions to publish once this function has returned (the transaction committed).
@@ -135,8 +142,8 @@ def claim_due(now, batch_size, overloaded=frozenset()):
             Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now)
             .order_by("next_run_at")
             .select_for_update(skip_locked=True, of=("self",))
-            .annotate(org_suspended=_ORG_SUSPENDED, org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN)
-            .values_list(*CLAIM_FIELDS, "org_suspended", "org_queue", "unfinished_run")[:batch_size]
+            .annotate(org_suspended=_ORG_SUSPENDED, org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN, **_AS_TEXT)
+            .values_list(*_CLAIM_VALUES, "org_suspended", "org_queue", "unfinished_run")[:batch_size]
         )
         if not rows:
             return TickResult()
@@ -161,14 +168,17 @@ def _limit_idle_time():
     queries.limit_idle_time(CLAIM_IDLE_TIMEOUT_MS)
 
 
-def _process_batch(jobs, now, overloaded=frozenset()):
+def _process_batch(jobs, now, overloaded=frozenset(), scans=None):
+    """``scans``: the due scans of this batch (see _due_scan), by default a new memo."""
     result = TickResult(claimed=len(jobs))
     rows, due_at, updates = [], [], []
+    scans = {} if scans is None else scans
     for job in jobs:
-        job_rows, new_next = _occurrences_for(job, now, overloaded)
+        job_rows, new_next = _occurrences_for(job, now, overloaded, scans)
+        jitter = job_jitter(job)
         for row in job_rows:
             rows.append(row)
-            due_at.append(due_time(row.scheduled_for, job) if row.status == QUEUED else None)
+            due_at.append(row.scheduled_for + jitter if row.status == QUEUED else None)  # due_time's sum
         expired = new_next is None
         updates.append((job.id, new_next, now if expired else None))
         result.expired += expired
@@ -190,10 +200,11 @@ def _process_batch(jobs, now, overloaded=frozenset()):
     return result
 
 
-def _occurrences_for(job, now, overloaded=frozenset()):
-    """Rows to insert for one claimed job, and its next due time (None: no more)."""
+def _occurrences_for(job, now, overloaded=frozenset(), scans=None):
+    """Rows to insert for one claimed job, and its next due time (None: no more).
+    ``scans``: a memo of due scans shared by the jobs of one batch (None: none)."""
     schedule = job_schedule(job)
-    due, following, more = _due_occurrences(job, schedule, now)
+    due, following, more = _due_occurrences(job, schedule, now, scans)
     if job.org_suspended:
         # A suspended tenant's jobs stop firing; they resume at their next occurrence.
         # (Past MAX_DUE_SCAN missed ones, ``following`` is still due: the next tick goes on.)
@@ -232,19 +243,35 @@ def _deferred_to_opening(job, placed, queue, now):
         defer_reason=placed.reason)
 
 
-def _due_occurrences(job, schedule, now):
+def _due_occurrences(job, schedule, now, scans=None):
     """The occurrences due at ``now``, oldest first, at most MAX_DUE_SCAN of them; the
     occurrence after the last of them (None: the schedule has ended); and whether that
-    one is due too (``more``: the next tick records it and what follows)."""
-    start_at, end_at = job.start_at, job.end_at
-    due = [occurrence_of(job.next_run_at, job)]
+    one is due too (``more``: the next tick records it and what follows).
+
+    ``scans`` memoises the scan within a batch: jobs of one schedule (expression and
+    timezone, interval and anchor, ...), start and end, jitter and due time, the many jobs of
+    a burst that share a cron line, get the answer computed for the first of them."""
+    key = (schedule, job.start_at, job.end_at, job.next_run_at, job_jitter(job))
+    scan = None if scans is None else scans.get(key)
+    if scan is None:
+        scan = _due_scan(*key, now)
+        if scans is not None:
+            scans[key] = scan
+    if scan[2]:
+        log.info("job %s: more than %d occurrences due; the rest are recorded next tick", job.id, MAX_DUE_SCAN)
+    return scan
+
+
+def _due_scan(schedule, start_at, end_at, next_run_at, jitter, now):
+    """_due_occurrences of a job of that schedule, start and end, due time and jitter (a pure
+    function of them): (due occurrences as a tuple, the following one, more)."""
+    due = [next_run_at - jitter]  # occurrence_of
     while True:
         following = next_run(schedule, due[-1], start_at=start_at, end_at=end_at)
-        if following is None or due_time(following, job) > now:
-            return due, following, False
+        if following is None or following + jitter > now:  # not due yet (due_time)
+            return tuple(due), following, False
         if len(due) >= MAX_DUE_SCAN:
-            log.info("job %s: more than %d occurrences due; the rest are recorded next tick", job.id, MAX_DUE_SCAN)
-            return due, following, True
+            return tuple(due), following, True
         due.append(following)
 
 
@@ -282,8 +309,8 @@ def _write(ids, rows, now, updates):
         _insert_by_orm(ids, rows, now)
         _advance_by_orm(updates)
         return None
-    inserted = queries.ScheduledRunsInsert.get(_Row._fields).run(ids, rows, now) if rows else ids
-    queries.advance_jobs(queries.ADVANCED.params(updates))  # one statement for every claimed job
+    # one statement for every claimed job: its runs inserted, the job advanced
+    inserted = queries.ScheduledRunsInsert.get(_Row._fields).run(ids, rows, now, updates)
     return None if len(inserted) == len(rows) else inserted
 
 
