@@ -18,14 +18,21 @@ def _create(name, model, definition, apps, schema_editor):
     if not on_postgresql(schema_editor.connection):
         return
     table = schema_editor.quote_name(apps.get_model(model)._meta.db_table)
-    with schema_editor.connection.cursor() as cursor:  # a failed concurrent build leaves an invalid index
-        cursor.execute("SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                       "WHERE c.relname = %s AND NOT i.indisvalid", [name])
-        if cursor.fetchone():
-            schema_editor.execute(f"DROP INDEX CONCURRENTLY {name}")
+    drop_if_invalid(schema_editor, name)
     schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} {definition}")
 
 
 def _drop(name, apps, schema_editor):
     if on_postgresql(schema_editor.connection):
         schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+
+
+def drop_if_invalid(schema_editor, name):
+    """A failed concurrent build leaves an invalid index behind: dropped, to be built again."""
+    if not on_postgresql(schema_editor.connection):
+        return
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                       "WHERE c.relname = %s AND NOT i.indisvalid", [name])
+        if cursor.fetchone():
+            schema_editor.execute(f"DROP INDEX CONCURRENTLY {name}")

@@ -15,6 +15,8 @@ again). SQLite (embedded mode) runs the same statements without CONCURRENTLY.
 
 from django.db import migrations, models
 
+from apps.sql.indexes import drop_if_invalid
+
 #: The name Django gave the field's ``db_index`` (a hash of the table and column names).
 OLD_WORKFLOW_INDEX = "executions_execution_workflow_run_id_260665ae"
 
@@ -23,23 +25,13 @@ def _concurrently(schema_editor):
     return " CONCURRENTLY" if schema_editor.connection.vendor == "postgresql" else ""
 
 
-def _invalid(schema_editor, name):
-    if schema_editor.connection.vendor != "postgresql":
-        return False
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                       "WHERE c.relname = %s AND NOT i.indisvalid", [name])
-        return cursor.fetchone() is not None
-
-
 def _table(apps, schema_editor):
     return schema_editor.quote_name(apps.get_model("executions", "Execution")._meta.db_table)
 
 
 def forwards(apps, schema_editor):
     how = _concurrently(schema_editor)
-    if _invalid(schema_editor, "exec_workflow_run"):
-        schema_editor.execute(f"DROP INDEX{how} exec_workflow_run")
+    drop_if_invalid(schema_editor, "exec_workflow_run")
     schema_editor.execute(f"CREATE INDEX{how} IF NOT EXISTS exec_workflow_run ON {_table(apps, schema_editor)} "
                           "(workflow_run_id) WHERE workflow_run_id IS NOT NULL")
     schema_editor.execute(f"DROP INDEX{how} IF EXISTS {OLD_WORKFLOW_INDEX}")
@@ -58,7 +50,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ("accounts", "0012_organization_plan_from_plans"),
-        ("executions", "0011_usage_from_billing"),
+        ("executions", "0012_execution_dead_index"),
         ("jobs", "0013_job_connect_timeout"),
     ]
 
