@@ -40,7 +40,8 @@ def test_a_consumer_group_gets_every_event_once_across_a_publisher_kill(tmp_path
             interval_seconds=3600, start_at=due, cron_expression="", url="https://example.com/", next_run_at=due)
         for i in range(JOBS)])
     consumer = start_consumer(tmp_path, stream, JOBS)
-    env = dict(EVENT_STREAM="on", EVENT_STREAM_PREFIX=streams.prefix, SCHEDULER_BATCH_SIZE=100, **live_database.env)
+    env = dict(EVENT_STREAM="on", EVENT_STREAM_PREFIX=streams.prefix, SCHEDULER_BATCH_SIZE=100,
+               SCHEDULER_BACKLOG_BATCH_SIZE=100, **live_database.env)  # small even while backlogged: killed mid-stream
     try:
         first = start_scheduler(tmp_path, "first", **env)
         wait_for(lambda: streams.client.xlen(stream) >= 200, timeout=60, interval=0.02, message="events flowing")

@@ -60,7 +60,9 @@ def test_scheduler_sigterm_publishes_everything_it_committed(tmp_path, make_tena
             interval_seconds=3600, start_at=due, url="https://example.com/", next_run_at=due)
         for i in range(3000)
     ])
-    scheduler = start_scheduler(tmp_path, SCHEDULER_BATCH_SIZE=100, SWEEPER_REPUBLISH_AFTER=3600)
+    # batches of 100 even while backlogged: the stop must land mid-burst
+    scheduler = start_scheduler(tmp_path, SCHEDULER_BATCH_SIZE=100, SCHEDULER_BACKLOG_BATCH_SIZE=100,
+                                SWEEPER_REPUBLISH_AFTER=3600)
     wait_for(lambda: Execution.objects.count() >= 300, timeout=60, message="a few batches")
     sigterm(scheduler)  # stops after the tick in hand: its commit is published, never half done
     assert scheduler.popen.wait(30) == 0, scheduler.output()[-3000:]

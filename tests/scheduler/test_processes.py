@@ -85,7 +85,8 @@ def test_scheduler_killed_mid_batch_loses_and_doubles_nothing(tmp_path, make_ten
     queue = live_broker.private_queue(tenant)
     due = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
     jobs = create_interval_jobs(make_job, tenant, 6000, 3600, due)
-    env = dict(SCHEDULER_BATCH_SIZE=200, SWEEPER_REPUBLISH_AFTER=2, SWEEPER_INTERVAL=0.5, **live_broker.env,
+    env = dict(SCHEDULER_BATCH_SIZE=200, SCHEDULER_BACKLOG_BATCH_SIZE=200,  # small even while backlogged: killed mid-burst
+               SWEEPER_REPUBLISH_AFTER=2, SWEEPER_INTERVAL=0.5, **live_broker.env,
                **live_database.env)
     first = start_scheduler(tmp_path, "first", **env)
     wait_for(lambda: Execution.objects.count() >= 400, timeout=30, message="a few batches")
