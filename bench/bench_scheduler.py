@@ -533,6 +533,8 @@ class Context:
     cpu: CpuMeter
     quiet: float          # wait for foreign CPU below this share before a run (0: never)
     quiet_timeout: float
+    target_url: str = ""  # the local sink every run calls; the peers' consumers too (--peer-work http)
+    peer_work: str = "http"
 
     def prepare(self):
         """Before a run: an empty broker, a quiet machine, and a checkpoint so every run
@@ -979,8 +981,9 @@ def run_bullmq(ctx, n, timeout):
     ctx.prepare()
     # Due after BullMQ has upserted every scheduler (README.md, "Figures behind the code").
     at = int(time.time() + 10 + n * 0.004)
+    target = [ctx.target_url] if ctx.peer_work == "http" else []
     popen = subprocess.Popen(["node", "peer.mjs", os.environ["REDIS_URL"], str(n), str(at * 1000), str(timeout),
-                              str(BULLMQ_CONCURRENCY)], cwd=PEERS / "bullmq", stdout=subprocess.PIPE,
+                              str(BULLMQ_CONCURRENCY), *target], cwd=PEERS / "bullmq", stdout=subprocess.PIPE,
                              stderr=open(ctx.workdir / f"bullmq-{n}.log", "ab"), start_new_session=True)
     ctx.cpu.start([popen.pid])
     out, _ = popen.communicate(timeout=at - time.time() + timeout + 120)
@@ -1001,7 +1004,8 @@ def run_redbeat(ctx, n, timeout):
     import redbeat_peer
 
     client = ctx.broker.client
-    env = child_env(PEER_REDIS_URL=os.environ["REDIS_URL"], PYTHONPATH=str(PEERS))
+    env = child_env(PEER_REDIS_URL=os.environ["REDIS_URL"], PYTHONPATH=str(PEERS),
+                    PEER_TARGET_URL=ctx.target_url if ctx.peer_work == "http" else "")
     env.pop("DJANGO_SETTINGS_MODULE")  # Celery would load its Django fix-up: the peer has no Django
     celery = str(Path(sys.executable).with_name("celery"))
     worker = Child([celery, "-A", "redbeat_peer", "worker"], env, ctx.workdir / f"redbeat-{n}-worker.log",
@@ -1092,14 +1096,25 @@ def fmt(value, digits=0):
     return f"{value:,.{digits}f}"
 
 
-def render_peers(peers, throughput):
+PEER_WORK = {
+    "http": "Every consumer does the same work per occurrence: it takes it (the receipt), sends its job's HTTP "
+            "request to the same local sink (GET, POST one time in four) and keeps the answer (cronsvc: the run's "
+            "attempt and outcome in PostgreSQL; BullMQ: the status as the job's result; redbeat: nothing more).",
+    "record": "The peers' consumers only record the receipt; cronsvc's worker also delivers each run's HTTP "
+              "request and records its attempt (--peer-work record).",
+}
+
+
+def render_peers(peers, throughput, peer_work):
     """One table per size: cronsvc (1 and 2 schedulers, vacuumed) and each peer, same run."""
-    out = ["Side by side with the peers, in the same invocation: N schedules all due at the same instant T, a "
-           "consumer that records receipt. dispatched/s = N / (T until nothing due at T is left waiting in the "
-           "scheduler's store: cronsvc's jobs table, redbeat's schedule sorted set, BullMQ's delayed set); "
-           "received/s = N / (T until the consumer recorded the last one); lag = receipt - T. Duplicates and lost "
-           "from the consumer's records (cronsvc: from the database). cronsvc's consumer delivers an HTTP request "
-           "per run; the peers' consumers only record.", ""]
+    out = ["Side by side with the peers, in the same invocation: N schedules all due at the same instant T. "
+           "dispatched/s = N / (T until nothing due at T is left waiting in the scheduler's store: cronsvc's jobs "
+           "table, redbeat's schedule sorted set, BullMQ's delayed set); received/s = N / (T until the consumer "
+           "took the last one); lag = receipt - T. Duplicates and lost from the consumer's records (cronsvc: from "
+           "the database). " + PEER_WORK[peer_work] + " BullMQ makes an occurrence's job when the previous one is "
+           "processed (here: at the upsert), so its dispatch only moves job ids from the delayed set to the wait "
+           "list; cronsvc's writes each run to the database and publishes it: the whole path, scheduler to "
+           "consumer, is received/s and the lag.", ""]
     for peer, config in PEER_CONFIG.items():
         out.append(f"- {peer}: {config}")
     out.append("")
@@ -1214,7 +1229,7 @@ def render(meta, args, datasets, throughput, lags, beats, peers=None):
                        f"{beat.rss_peak:.0f} MiB | {beat.foreign:.0%} | {fmt(ours_rate)}/s | **{fmt(ratio, 0)}×** |")
         out.append("")
     if peers:
-        out.extend(render_peers(peers, throughput))
+        out.extend(render_peers(peers, throughput, args.peer_work))
     return "\n".join(out)
 
 
@@ -1258,11 +1273,14 @@ def main():
     parser.add_argument("--peer-sizes", default="10000,100000",
                         help="sizes that also run BullMQ and celery-redbeat on the same burst ('' for none)")
     parser.add_argument("--peers", default="bullmq,redbeat", help="which peers")
+    parser.add_argument("--peer-work", choices=("http", "record"), default="http",
+                        help="what the peers' consumers do with each occurrence: send its job's HTTP request to "
+                             "the same local sink as cronsvc's runs and keep the answer's status (http: the same "
+                             "work as cronsvc's worker), or only record the receipt (record)")
     parser.add_argument("--peer-timeout", type=float, default=None,
                         help="longest wait for a peer's consumer after T (s; default max(180, N / 80))")
     parser.add_argument("--drain-timeout", type=float, default=None,
                         help="longest wait for cronsvc's worker to finish the burst (s; default max(120, N / 200))")
-    parser.add_argument("--peers-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--quiet", type=float, default=0.25,
                         help="before each run, wait until other processes use less than this share of the CPUs (0: don't)")
     parser.add_argument("--quiet-timeout", type=float, default=300.0, help="longest wait for a quiet machine (s)")
@@ -1292,10 +1310,11 @@ def main():
     broker = Broker(redis_url)
     workdir = Path(tempfile.mkdtemp(prefix="bench-scheduler-"))
     extra_env = {"SCHEDULER_BATCH_SIZE": args.batch_size} if args.batch_size else {}
-    ctx = Context(broker=broker, queues=broker.queues(), workdir=workdir, extra_env=extra_env,
-                  cpu=CpuMeter(db_name), quiet=args.quiet, quiet_timeout=args.quiet_timeout)
-    log(f"logs of the child processes: {workdir}")
     target, target_url = start_target(workdir)
+    ctx = Context(broker=broker, queues=broker.queues(), workdir=workdir, extra_env=extra_env,
+                  cpu=CpuMeter(db_name), quiet=args.quiet, quiet_timeout=args.quiet_timeout,
+                  target_url=target_url, peer_work=args.peer_work)
+    log(f"logs of the child processes: {workdir}")
 
     def measured(label, run):
         """Run; repeat (at most --retries times) when other processes loaded the machine."""

@@ -1,8 +1,11 @@
 """celery-redbeat as a peer of cronsvc's scheduler (bench/bench_scheduler.py --peers).
 
 A Celery app of its own (no Django): ``celery -A redbeat_peer beat -S redbeat.RedBeatScheduler``
-dispatches, ``celery -A redbeat_peer worker`` consumes; the task only records its receipt
-(entry name and time) in a Redis list. N entries are stored the way
+dispatches, ``celery -A redbeat_peer worker`` consumes; the task records its receipt (entry
+name and time) in a Redis list and then, given a target (PEER_TARGET_URL), does what a cronsvc
+run does and what a Celery user's task for an HTTP job would: sends entry i's request (GET, or
+POST one time in four, to <target>/<i>, the URLs of bench_scheduler.py's jobs) with a
+keep-alive ``requests`` session of its process, and reads the answer. N entries are stored the way
 ``RedBeatSchedulerEntry.save()`` stores them (a hash per entry, its due time in the
 ``redbeat::schedule`` sorted set), in pipelines of 1,000 so that loading 100k entries does
 not take minutes; each has ``schedule(run_every=1 day)`` and ``last_run_at`` one day before
@@ -12,7 +15,7 @@ entry is a duplicate.
 Configuration: redbeat's recommended one (its README): the broker and ``redbeat_redis_url``
 on the same Redis, the default lock (``redbeat_lock_timeout`` = 5 x beat's max interval);
 the worker with Celery's defaults (prefork, one process per core, prefetch multiplier 4).
-Environment: PEER_REDIS_URL.
+Environment: PEER_REDIS_URL, PEER_TARGET_URL (empty: record only).
 """
 
 import json
@@ -21,11 +24,13 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import redis
+import requests
 from celery import Celery
 from celery.schedules import schedule
 from celery.signals import worker_ready
 
 URL = os.environ.get("PEER_REDIS_URL", "redis://127.0.0.1:6379/17")
+TARGET = os.environ.get("PEER_TARGET_URL", "")
 RECEIPTS = "bench:receipts"
 TASK = "redbeat_peer.record"
 
@@ -33,6 +38,7 @@ app = Celery("redbeat_peer", broker=URL)
 app.conf.update(redbeat_redis_url=URL, broker_connection_retry_on_startup=True, timezone="UTC", enable_utc=True,
                 worker_hijack_root_logger=False)
 _receipts = redis.Redis.from_url(URL)
+_http = requests.Session()
 
 
 READY = "bench:worker-ready"
@@ -46,6 +52,11 @@ def _say_ready(**_):
 @app.task(name=TASK, ignore_result=True)
 def record(name):
     _receipts.rpush(RECEIPTS, f"{name} {time.time():.6f}")
+    if TARGET:
+        i = int(name[1:])
+        # requests reads the whole answer (stream=False), so the connection is kept for the next
+        return _http.request("POST" if i % 4 == 0 else "GET", f"{TARGET}/{i}", timeout=30).status_code
+    return None
 
 
 def load_entries(n, at):

@@ -1,11 +1,16 @@
 // BullMQ job schedulers as a peer of cronsvc's scheduler (bench/bench_scheduler.py --peers).
 //
-//   node peer.mjs <redis url> <schedules> <due at, ms since the epoch> <timeout s> <concurrency>
+//   node peer.mjs <redis url> <schedules> <due at, ms since the epoch> <timeout s> <concurrency> [target url]
 //
 // N job schedulers (queue.upsertJobScheduler, BullMQ's replacement for repeatable jobs) with
 // the daily cron pattern of the instant T (UTC), so each has exactly one occurrence at T: a
-// second receipt of one scheduler is a duplicate. One Worker process consumes; its processor
-// only records the receipt (scheduler id, Date.now()). BullMQ has no scheduler process: the
+// second receipt of one scheduler is a duplicate. One Worker process consumes. Given a target
+// URL, its processor does what a cronsvc run does and what a BullMQ user's processor for an
+// HTTP job would: sends the request (fetch, Node's undici; job i: GET, or POST one time in four,
+// to <target>/<i>, the URLs of bench_scheduler.py's jobs), reads the answer, and returns its
+// status as the job's result (BullMQ stores it with the job's completion; removeOnComplete then
+// drops it). Without one it only records the receipt. Either way the receipt (scheduler id,
+// Date.now()) is taken when the processor starts, as cronsvc's is its worker's claim. BullMQ has no scheduler process: the
 // next occurrence of a scheduler is a delayed job, promoted by the workers when due.
 // Recommended settings (BullMQ's docs, "Going to production"): maxRetriesPerRequest null on
 // the worker's connection, removeOnComplete/removeOnFail so finished jobs do not pile up, and
@@ -15,7 +20,7 @@
 import { Queue, Worker } from "bullmq";
 import IORedis from "ioredis";
 
-const [url, nText, atText, timeoutText, concurrencyText] = process.argv.slice(2);
+const [url, nText, atText, timeoutText, concurrencyText, target] = process.argv.slice(2);
 const n = Number(nText);
 const at = Number(atText);
 const timeoutMs = Number(timeoutText) * 1000;
@@ -49,6 +54,9 @@ if (Date.now() > at - 1000) {
 const seen = new Map();
 const lags = [];
 let duplicates = 0;
+let finished = 0;  // processors done (their request answered, when there is a target)
+let failed = 0;    // answers other than 2xx
+let lastFinished = 0;
 let lastReceipt = 0;
 let resolveDone;
 const done = new Promise((resolve) => { resolveDone = resolve; });
@@ -60,7 +68,24 @@ const worker = new Worker(name, async (job) => {
   if (count > 1) duplicates += 1;
   else lags.push(received - at);
   lastReceipt = received;
-  if (seen.size >= n) resolveDone();
+  let status = null;
+  try {
+    if (target) {
+      const i = job.data.i;
+      const answer = await fetch(`${target}/${i}`, { method: i % 4 === 0 ? "POST" : "GET" });
+      await answer.arrayBuffer();
+      status = answer.status;
+      if (status >= 300) failed += 1;
+    }
+  } catch (error) {
+    failed += 1;  // kept as the job's failure: the bench counts it, it does not retry it
+    throw error;
+  } finally {
+    finished += 1;
+    lastFinished = Date.now();
+    if (seen.size >= n && finished >= n) resolveDone();
+  }
+  return status;
 }, { connection: new IORedis(url, { maxRetriesPerRequest: null }), concurrency, autorun: true });
 
 // The dispatch side: no occurrence of T left waiting in the delayed set (BullMQ's score is
@@ -83,6 +108,7 @@ clearInterval(poll);
 await worker.close();
 console.log(JSON.stringify({
   peer: "bullmq", n, upsert_seconds: upsertSeconds, concurrency, lags, duplicates, lost: n - seen.size,
+  http: Boolean(target), failed, finished_ms: lastFinished ? lastFinished - at : null,
   last_receipt_ms: lastReceipt ? lastReceipt - at : null, dispatch_end_ms: dispatchEnd ? dispatchEnd - at : null,
 }));
 await queue.obliterate({ force: true });
