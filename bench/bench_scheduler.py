@@ -1,7 +1,7 @@
 """Scheduler benchmark (issues 4 and 38): dispatch throughput of a burst while a real
 worker consumes (lost and doubled occurrences checked in the database after every run,
 with and without the pre-burst vacuum), BullMQ job schedulers and celery-redbeat on the
-same burst in the same run, dispatch lag at a steady rate, RSS, and the
+same burst in the same run (their consumers sending the same HTTP requests), dispatch lag at a steady rate, RSS, and the
 django-celery-beat DatabaseScheduler as a baseline, on real PostgreSQL and Redis.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/cronsvc_bench \\
