@@ -12,11 +12,11 @@ from django.test.utils import CaptureQueriesContext
 from apps.accounts.apikeys import create_api_key
 from apps.executions.history import api as history_api
 from apps.executions.history import job_api
-from apps.executions.models import Attempt, Execution
+from apps.executions.models import Execution
 from apps.projects.models import Project
 from tests.api.conftest import key_client
+from tests.api.test_list_fast_paths import make_runs
 
-TRIGGERS = ("schedule", "manual", "replay")  # runs of a job at the same time: another trigger each
 READS = ("per job", "organization's index", "ORM")
 
 
@@ -79,16 +79,8 @@ def history(tenant, other_tenant, make_job):
     theirs = make_job(other_tenant)
     now = timezone.now().replace(microsecond=0)
     when = [now - timedelta(minutes=minute) for minute in (1, 1, 1, 2, 3, 3, 4, 5)]
-    for index, at in enumerate(when):
-        for job in (*jobs["small"], *jobs["large"][:3], jobs["third"][0], theirs):
-            if job is jobs["small"][1] and index % 2:  # the small project's jobs run unevenly
-                continue
-            run = Execution.objects.create(job=job, organization=job.organization, status="succeeded",
-                                           scheduled_for=at, started_at=at + timedelta(seconds=2),
-                                           attempt=index % 2, trigger=TRIGGERS[index % 3])
-            if run.attempt:
-                Attempt.objects.create(execution=run, number=1, started_at=at + timedelta(seconds=index),
-                                       request_method="GET", request_url="https://example.com", outcome="failure")
+    make_runs((jobs["small"][0], *jobs["large"][:3], jobs["third"][0], theirs), when)
+    make_runs(jobs["small"][1:], when[::2])  # the small project's jobs run unevenly
     return {"small": small, "third": third, "jobs": jobs, "theirs": theirs}
 
 
