@@ -157,12 +157,13 @@ class _ExecutionViews(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
         return None
 
 
-#: A projects' history is read job by job (queries.history_page_per_job_sql: up to LIMIT +
-#: OFFSET runs per job) while the projects hold at most this many jobs and their count,
-#: squared, is at most the organization's: along the organization's index a page reads about
-#: LIMIT / share runs, share = the projects' jobs / the organization's, so the two reads cost
-#: alike where jobs = organization's jobs / jobs (CPU per page measured equal at 30 jobs of
-#: 1,000; 1 of 1,000: 80 times less job by job; bench/README.md, "A project's history").
+#: The history of some projects is read job by job (queries.history_page_per_job_sql: up to
+#: LIMIT + OFFSET runs per job) while the projects hold at most this many jobs and their
+#: count, squared, is at most the organization's: along the organization's index a page
+#: reads about LIMIT / share runs, share = the projects' jobs / the organization's, so the two
+#: reads cost alike where jobs = organization's jobs / jobs (CPU per page measured alike at
+#: 20-30 jobs of 1,000; for 1 of 1,000, 40-90 times less job by job; bench/README.md, "A
+#: project's history, job by job").
 PER_JOB_MAX_JOBS = 200
 
 
