@@ -9,7 +9,7 @@ as the Procfile's ``web`` line, on PostgreSQL and Redis.
 (``MIX``: job reads, 50-job lists, history pages org-wide, per job and half-way down, creates
 with a host name in the URL, triggers) is sent at a fixed ``--rate`` by bench/openloop.py
 (wrk2's method: latency from the scheduled send time), then the history pages alone at
-``--history-rate``; /healthz at ``--rate`` through the same server is each run's baseline.
+``--history-rate`` (``HISTORY_KINDS``: the mix's three and a project of one job's); /healthz at ``--rate`` through the same server is each run's baseline.
 Figures per kind of request and for the whole mix, with the load average and the load
 generator's own CPU (it shares the machine). ``--only history``: the history pages alone
 (the baseline at ``--history-rate``, no mix: the mix at 500/s saturates a 2-core machine for
