@@ -9,7 +9,7 @@ as the Procfile's ``web`` line, on PostgreSQL and Redis.
 (``MIX``: job reads, 50-job lists, history pages org-wide, per job and half-way down, creates
 with a host name in the URL, triggers) is sent at a fixed ``--rate`` by bench/openloop.py
 (wrk2's method: latency from the scheduled send time), then the history pages alone at
-``--history-rate``; /healthz at ``--rate`` through the same server is each run's baseline.
+``--history-rate`` (``HISTORY_KINDS``: the mix's three and a project of one job's); /healthz at ``--rate`` through the same server is each run's baseline.
 Figures per kind of request and for the whole mix, with the load average and the load
 generator's own CPU (it shares the machine). ``--only history``: the history pages alone
 (the baseline at ``--history-rate``, no mix: the mix at 500/s saturates a 2-core machine for
@@ -104,7 +104,10 @@ MIX_KINDS = {  # kind -> what it requests
     "create": "POST /api/v1/jobs/ (cron job, URL with a host name)",
     "trigger": "POST /api/v1/jobs/{id}/trigger/ (a random job)",
 }
-HISTORY_KINDS = ("executions", "job_executions", "executions_deep")
+#: The history pages measured alone (at --history-rate): the mix's three, and a small
+#: project's (SMALL_PROJECT: one job of --jobs), which the mix does not ask.
+HISTORY_KINDS = ("executions", "job_executions", "executions_deep", "small_project")
+SMALL_PROJECT = "Bench small project"
 OPEN_TARGETS = {"mix": 50, "history": 100}  # p95 ms: the mix at --rate, history pages at --history-rate
 OK = (200, 201, 202)
 
@@ -142,7 +145,12 @@ def prepare_tenant(jobs_count, run_id):
     ApiKey.objects.filter(organization=org, name__startswith="bench ").delete()
     _, key = create_api_key(org, f"bench {run_id}", scopes=("read", "write"))
     job_ids = [str(pk) for pk in Job.objects.filter(organization=org).values_list("pk", flat=True)[:jobs_count]]
-    return org, project, key, job_ids
+    # A project of one job (the last): its history is a 1/jobs share of the organization's.
+    small, _ = Project.objects.get_or_create(organization=org, slug="bench-small",
+                                             defaults={"name": SMALL_PROJECT})
+    Job.objects.filter(organization=org, project=small).exclude(pk=job_ids[-1]).update(project=project)
+    Job.objects.filter(pk=job_ids[-1]).update(project=small)
+    return org, project, small, key, job_ids
 
 
 def load_executions(org, job_ids, target):
@@ -266,6 +274,10 @@ def history_explain_paths(context):
             ("deep page", f"/api/v1/executions/?page_size=50&cursor={context['cursor']}"),
             ("a job's page", f"/api/v1/jobs/{context['job_ids'][0]}/executions/?page_size=50"),
             ("the project's page", f"/api/v1/projects/{context['project']}/executions/?page_size=50"),
+            ("a small project's page (1 job)",
+             f"/api/v1/projects/{context['small_project']}/executions/?page_size=50"),
+            ("a small project's page half-way down",
+             f"/api/v1/projects/{context['small_project']}/executions/?page_size=50&cursor={context['cursor']}"),
             ("dead-letter page", "/api/v1/dead-letter/?page_size=50")]
 
 
@@ -283,7 +295,9 @@ def explain_executions_list(key, paths):
             response = client.get(path)
         assert response.status_code == 200, (path, response.status_code, response.content[:300])
         statements = [q["sql"] for q in captured.captured_queries]
-        counts = [s for s in statements if "COUNT(" in s.upper()]
+        # COUNTs of the executions (a page number's total): the keyset pages have none (a
+        # project's page counts the project's jobs, ListedExecutions' choice of its read)
+        counts = [s for s in statements if "COUNT(" in s.upper() and "executions_execution" in s]
         page = next(s for s in statements if "FROM \"executions_execution\"" in s and "LIMIT" in s)
         lines.append(f"{label}: {len(statements)} queries, COUNT queries: {len(counts)}")
         lines.append(f"  page query: {page}")
@@ -293,17 +307,17 @@ def explain_executions_list(key, paths):
     return "\n".join(lines)
 
 
-def mix_requests(count, seed, *, job_ids, project, cursor, run_id, mix=MIX):
+def mix_requests(count, seed, *, job_ids, project, small_project, cursor, run_id, mix=MIX):
     """``count`` requests drawn from ``mix`` (kind -> weight), in a seeded random order."""
     import random
 
     rng = random.Random(seed)
     kinds = rng.choices(list(mix), weights=list(mix.values()), k=count)
-    return [_request(kind, rng, n, job_ids=job_ids, project=project, cursor=cursor, run_id=run_id)
-            for n, kind in enumerate(kinds)]
+    return [_request(kind, rng, n, job_ids=job_ids, project=project, small_project=small_project, cursor=cursor,
+                     run_id=run_id) for n, kind in enumerate(kinds)]
 
 
-def _request(kind, rng, n, *, job_ids, project, cursor, run_id):
+def _request(kind, rng, n, *, job_ids, project, small_project, cursor, run_id):
     job = rng.choice(job_ids)
     if kind == "create":
         body = {"project": project, "name": f"bench create {run_id}-{n}",
@@ -314,6 +328,7 @@ def _request(kind, rng, n, *, job_ids, project, cursor, run_id):
             "executions": "/api/v1/executions/?page_size=50",
             "job_executions": f"/api/v1/jobs/{job}/executions/?page_size=50",
             "executions_deep": f"/api/v1/executions/?page_size=50&cursor={cursor}",
+            "small_project": f"/api/v1/projects/{small_project}/executions/?page_size=50",
             "trigger": f"/api/v1/jobs/{job}/trigger/"}[kind]
     return Request(kind, "POST" if kind == "trigger" else "GET", path)
 
@@ -745,7 +760,7 @@ def main():
         ensure_wrk()
     prepare("postgres://postgres@127.0.0.1:5432/cronsvc_bench_api", "redis://127.0.0.1:6379/4")
     run_id = str(int(time.time()))
-    org, project, key, job_ids = prepare_tenant(args.jobs, run_id)
+    org, project, small_project, key, job_ids = prepare_tenant(args.jobs, run_id)
     load_executions(org, job_ids, args.executions)
     vacuum_analyze()
     cursor = deep_cursor(org, args.executions // 2)
@@ -758,11 +773,12 @@ def main():
         "executions_deep": f"/api/v1/executions/?page_size=50&cursor={cursor}",
         "create": "/api/v1/jobs/",
     }
-    context = {"job_ids": job_ids, "project": str(project.pk), "cursor": cursor, "run_id": run_id}
+    context = {"job_ids": job_ids, "project": str(project.pk), "small_project": str(small_project.pk),
+               "cursor": cursor, "run_id": run_id}
     explain = explain_executions_list(key, history_explain_paths(context))
     print(explain, flush=True)
-    costs = request_costs(key, context, org, kinds=HISTORY_KINDS if args.only else tuple(MIX)) \
-        if args.mode not in ("closed", "cpu") else {}
+    kinds = HISTORY_KINDS if args.only else tuple(dict.fromkeys((*MIX, *HISTORY_KINDS)))
+    costs = request_costs(key, context, org, kinds=kinds) if args.mode not in ("closed", "cpu") else {}
     if args.mode == "costs":
         print(costs_table(costs))
         return

@@ -12,7 +12,7 @@ from django.db import connection, models
 
 from apps.eventstream import outbox
 from apps.eventstream import queries as event_queries
-from apps.jobs.models import Job
+from apps.jobs.models import Job, OrganizationJobCount
 from apps.sql.bulk import Unnest, binding_cursor
 from apps.sql.rows import fetch_all, select_list
 
@@ -372,6 +372,14 @@ def delete_executions(ids, links):
 # --- the history's pages (history/api.py, history/job_api.py) ----------------------------
 
 
+def _first_start_sql(alias):
+    """``first_started_at`` of the run ``alias`` (lateness.with_first_start, in SQL)."""
+    attempt = _quote(Attempt._meta.db_table)
+    return (f"CASE WHEN {alias}.attempt = 0 THEN {alias}.started_at ELSE "
+            f"(SELECT a.started_at FROM {attempt} a WHERE a.execution_id = {alias}.id AND a.number = 1 "
+            f"ORDER BY a.started_at LIMIT 1) END")
+
+
 def history_page_sql(*, job, project_count, position, reverse):
     """A page of an organization's history as the ORM writes it unfiltered: its runs but those
     of its deleted jobs still being purged (``Execution.objects.for_organization``), with
@@ -379,13 +387,13 @@ def history_page_sql(*, job, project_count, position, reverse):
     jobs, with ``position`` only those before it (after it, ``reverse``), newest first (oldest,
     ``reverse``: the cursor pagination's ordering), each with ``first_started_at``
     (lateness.with_first_start). Parameters: the organization twice, then the job, the project
-    ids and the position as asked, then LIMIT and OFFSET."""
-    execution, attempt = _quote(Execution._meta.db_table), _quote(Attempt._meta.db_table)
+    ids and the position as asked, then LIMIT and OFFSET. Read newest first along the
+    organization's index (exec_org_latest), it keeps only the runs of the projects asked:
+    history_page_per_job_sql for projects of few jobs."""
+    execution = _quote(Execution._meta.db_table)
     deleted, jobs = _quote(DeletedJob._meta.db_table), _quote(Job._meta.db_table)
     direction = "ASC" if reverse else "DESC"
-    sql = (f"SELECT {select_list(Execution, 'e')}, CASE WHEN e.attempt = 0 THEN e.started_at ELSE "
-           f"(SELECT a.started_at FROM {attempt} a WHERE a.execution_id = e.id AND a.number = 1 "
-           f"ORDER BY a.started_at LIMIT 1) END FROM {execution} e ")
+    sql = f"SELECT {select_list(Execution, 'e')}, {_first_start_sql('e')} FROM {execution} e "
     if project_count is not None:
         sql += f"JOIN {jobs} j ON j.id = e.job_id "
     sql += (f"WHERE e.organization_id = %s AND NOT (e.job_id IN "
@@ -397,3 +405,38 @@ def history_page_sql(*, job, project_count, position, reverse):
     if position:
         sql += f" AND e.scheduled_for {'>' if reverse else '<'} %s"
     return sql + f" ORDER BY e.scheduled_for {direction}, e.id {direction} LIMIT %s OFFSET %s"
+
+
+def history_page_per_job_sql(*, project_count, position, reverse):
+    """The page history_page_sql answers for ``project_count`` projects (the same rows in the
+    same order), read job by job: per job of the projects (but a deleted one), its newest
+    LIMIT + OFFSET runs before the position (oldest after it, ``reverse``) along the job's
+    index (execution_unique_occurrence), then the page among them. The organization's index
+    reads the other projects' runs too and drops them (a thousand for each run kept, for a
+    project of one job among an organization's thousand); this reads at most LIMIT + OFFSET
+    runs per job, whatever share of the organization's runs the projects hold.
+    ``first_started_at`` is read for the page's runs only. Parameters: the organization, the
+    position if asked, LIMIT + OFFSET, the project ids, the organization, LIMIT, OFFSET."""
+    execution = _quote(Execution._meta.db_table)
+    deleted, jobs = _quote(DeletedJob._meta.db_table), _quote(Job._meta.db_table)
+    direction = "ASC" if reverse else "DESC"
+
+    def order(alias):
+        return f"{alias}.scheduled_for {direction}, {alias}.id {direction}"
+
+    before = f" AND e.scheduled_for {'>' if reverse else '<'} %s" if position else ""
+    runs = (f"SELECT {select_list(Execution, 'e')} FROM {execution} e WHERE e.job_id = j.id AND e.organization_id = %s"
+            f"{before} ORDER BY {order('e')} LIMIT %s")
+    page = (f"SELECT e.* FROM {jobs} j CROSS JOIN LATERAL ({runs}) e "
+            f"WHERE j.project_id IN ({', '.join(['%s'] * project_count)}) AND NOT (j.id IN "
+            f"(SELECT g.job_id FROM {deleted} g WHERE g.organization_id = %s)) ORDER BY {order('e')} LIMIT %s OFFSET %s")
+    return f"SELECT {select_list(Execution, 'p')}, {_first_start_sql('p')} FROM ({page}) p ORDER BY {order('p')}"
+
+
+def project_jobs_sql(project_count):
+    """The organization's job count (OrganizationJobCount, NULL before its first job) and how
+    many jobs ``project_count`` projects hold, counted up to a cap. Parameters: the
+    organization, the project ids, the cap."""
+    counts, jobs = _quote(OrganizationJobCount._meta.db_table), _quote(Job._meta.db_table)
+    return (f"SELECT (SELECT c.jobs FROM {counts} c WHERE c.organization_id = %s), (SELECT COUNT(*) FROM "
+            f"(SELECT 1 FROM {jobs} j WHERE j.project_id IN ({', '.join(['%s'] * project_count)}) LIMIT %s) n)")

@@ -93,6 +93,19 @@ def test_an_organization_without_jobs_lists_an_empty_page(api, other_tenant, mak
 TRIGGERS = ("schedule", "manual", "replay")  # runs of a job at the same time: another trigger each
 
 
+def make_runs(jobs, when):
+    """Runs of each job at each time of ``when`` (at the same time, another trigger each),
+    every other one retried: its first attempt's start read from its Attempt row."""
+    for index, at in enumerate(when):
+        for job in jobs:
+            run = Execution.objects.create(job=job, organization=job.organization, status="succeeded",
+                                           scheduled_for=at, started_at=at + timedelta(seconds=2),
+                                           attempt=index % 2, trigger=TRIGGERS[index % 3])
+            if run.attempt:
+                Attempt.objects.create(execution=run, number=1, started_at=at + timedelta(seconds=index),
+                                       request_method="GET", request_url="https://example.com", outcome="failure")
+
+
 @pytest.fixture
 def runs(tenant, other_tenant, jobs, make_job):
     """Runs of jobs in both projects, several at the same time (the id breaks the tie), some
@@ -101,15 +114,7 @@ def runs(tenant, other_tenant, jobs, make_job):
     from django.utils import timezone
 
     made, now = jobs["made"], timezone.now().replace(microsecond=0)
-    when = [now - timedelta(minutes=minute) for minute in (1, 1, 1, 2, 3, 3, 4)]
-    for index, at in enumerate(when):
-        for job in (made[0], made[5]):
-            run = Execution.objects.create(job=job, organization=tenant.organization, status="succeeded",
-                                           scheduled_for=at, started_at=at + timedelta(seconds=2),
-                                           attempt=index % 2, trigger=TRIGGERS[index % 3])
-            if run.attempt:
-                Attempt.objects.create(execution=run, number=1, started_at=at + timedelta(seconds=index),
-                                       request_method="GET", request_url="https://example.com", outcome="failure")
+    make_runs((made[0], made[5]), [now - timedelta(minutes=minute) for minute in (1, 1, 1, 2, 3, 3, 4)])
     gone = make_job(tenant, name="gone")
     Execution.objects.create(job=gone, organization=tenant.organization, status="failed", scheduled_for=now)
     DeletedJob.objects.create(job_id=gone.pk, organization=tenant.organization)

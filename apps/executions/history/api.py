@@ -157,59 +157,124 @@ class _ExecutionViews(ApiViewMixin, viewsets.ReadOnlyModelViewSet):
         return None
 
 
+#: The history of some projects is read job by job (queries.history_page_per_job_sql: up to
+#: LIMIT + OFFSET runs per job) while the projects hold at most this many jobs and their
+#: count, squared, is at most the organization's: along the organization's index a page
+#: reads about LIMIT / share runs, share = the projects' jobs / the organization's, so the two
+#: reads cost alike where jobs = organization's jobs / jobs (CPU per page measured alike at
+#: 20-30 jobs of 1,000; for 1 of 1,000, 40-90 times less job by job; bench/README.md, "A
+#: project's history, job by job").
+PER_JOB_MAX_JOBS = 200
+
+
 class ListedExecutions:
-    """The unfiltered history of an actor's organization (or of one job), in the projects it
-    reaches, with ``first_started_at``: what ExecutionCursorPagination asks of a queryset
-    (its ordering or the reverse, the cursor's position, a slice) answered by one
-    hand-written query (queries.history_page_sql), the same rows in the same order as the
-    ORM's, whose compiling (the lateness subquery's above all) cost more than the query."""
+    """The unfiltered history of an organization (of one job, of some projects' jobs: the
+    projects the actor reaches, one project's, the ``job`` and ``project`` filters), with
+    ``first_started_at``: what ExecutionCursorPagination asks of a queryset (its ordering or
+    the reverse, the cursor's position, a slice) answered by one hand-written query
+    (queries.history_page_sql, or queries.history_page_per_job_sql for projects of few jobs),
+    the same rows in the same order as the ORM's, whose compiling (the lateness subquery's
+    above all) cost more than the query. ``project_ids``: None, every project's runs; else
+    only those projects' (none: an empty history)."""
 
     ORDERING = ExecutionCursorPagination.ordering
     REVERSED = tuple(field[1:] for field in ORDERING)  # both descending: both ascending
     POSITIONS = {"scheduled_for__lt": False, "scheduled_for__gt": True}  # each lookup's ``reverse``
 
-    def __init__(self, actor, job=None, *, reverse=False, position=None):
-        self.actor, self.job, self.reverse, self.position = actor, job, reverse, position
+    def __init__(self, organization, *, job_id=None, project_ids=None, reverse=False, position=None):
+        self.organization, self.job_id, self.project_ids = organization, job_id, project_ids
+        self.reverse, self.position = reverse, position
+
+    def _with(self, *, reverse, position):
+        return ListedExecutions(self.organization, job_id=self.job_id, project_ids=self.project_ids,
+                                reverse=reverse, position=position)
 
     def order_by(self, *fields):
         if fields not in (self.ORDERING, self.REVERSED):
             raise TypeError(f"ListedExecutions orders by {self.ORDERING} or its reverse, not {fields}")
-        return ListedExecutions(self.actor, self.job, reverse=fields == self.REVERSED, position=self.position)
+        return self._with(reverse=fields == self.REVERSED, position=self.position)
 
     def filter(self, **lookups):
         ((lookup, position),) = lookups.items()
         if self.POSITIONS.get(lookup) is not self.reverse:
             raise TypeError(f"ListedExecutions filters by the cursor's position in its order, not by {lookup}")
-        return ListedExecutions(self.actor, self.job, reverse=self.reverse, position=position)
+        return self._with(reverse=self.reverse, position=position)
 
     def __getitem__(self, page):
         if not isinstance(page, slice) or page.step is not None:
             raise TypeError("ListedExecutions reads pages: slices without a step")
-        project_ids = None if self.job else self.actor.project_ids  # a job's history: job_of scoped it
-        organization = rows.db_value(Execution, "organization", self.actor.organization.pk)
-        params = [organization, organization]
-        if self.job:
-            params.append(rows.db_value(Execution, "job", self.job.pk))
-        params += [rows.db_value(Job, "project", pk) for pk in project_ids or ()]
-        if self.position is not None:
-            params.append(rows.db_value(Execution, "scheduled_for", self.position))
+        if self.project_ids is not None and not self.project_ids:
+            return []  # no project reached: what the ORM answers without a query
         start = page.start or 0
-        sql = queries.history_page_sql(job=bool(self.job), reverse=self.reverse, position=self.position is not None,
-                                       project_count=None if project_ids is None else len(project_ids))
-        found = rows.fetch_all(sql, [*params, max(page.stop - start, 0), start], Execution)
+        limit = max(page.stop - start, 0)
+        organization = rows.db_value(Execution, "organization", self.organization.pk)
+        projects = [rows.db_value(Job, "project", pk) for pk in self.project_ids or ()]
+        position = [] if self.position is None else [rows.db_value(Execution, "scheduled_for", self.position)]
+        project_count = None if self.project_ids is None else len(projects)
+        if self.job_id is None and projects and few_jobs(organization, projects):
+            sql = queries.history_page_per_job_sql(project_count=project_count, position=bool(position),
+                                                   reverse=self.reverse)
+            params = [organization, *position, limit + start, *projects, organization, limit, start]
+        else:
+            sql = queries.history_page_sql(job=self.job_id is not None, reverse=self.reverse,
+                                           position=bool(position), project_count=project_count)
+            job = [] if self.job_id is None else [rows.db_value(Execution, "job", self.job_id)]
+            params = [organization, organization, *job, *projects, *position, limit, start]
+        found = rows.fetch_all(sql, params, Execution)
         for execution, first_started_at in found:
             execution.first_started_at = first_started_at
         return [execution for execution, _ in found]
 
 
-def listed_executions(actor, query_params, job=None):
-    """The history's rows when the request asks no filter or search (ListedExecutions), on
-    PostgreSQL, else None: the ORM's queryset with the filters and the embedded mode's
-    SQLite. A key limited to no project at all is left to the ORM too (no empty IN list)."""
-    if (not on_postgresql() or names_a_filter(query_params, ExecutionFilter)
-            or not job and actor.project_ids is not None and not actor.project_ids):
+def few_jobs(organization, projects):
+    """Whether the projects (their ids as parameters) hold few enough of the organization's
+    jobs to read their history job by job (PER_JOB_MAX_JOBS)."""
+    ((organization_jobs, jobs),) = rows.fetch_all(queries.project_jobs_sql(len(projects)),
+                                                 [organization, *projects, PER_JOB_MAX_JOBS + 1])
+    return jobs <= PER_JOB_MAX_JOBS and jobs * jobs <= (organization_jobs or 0)
+
+
+#: The filters that only narrow the history to some jobs, which ListedExecutions reads itself.
+SCOPING_FILTERS = ("job", "project")
+
+
+def scoping_filters(query_params):
+    """{name: value} of the ``job`` and ``project`` filters the request gives a value (as the
+    filter set's form cleans it), or None when it names any other filter or gives either a
+    value the form refuses (the ORM's path answers that 400)."""
+    named = [key for key in query_params if names_a_filter([key], ExecutionFilter)]
+    if any(key not in SCOPING_FILTERS for key in named):
         return None
-    return ListedExecutions(actor, job)
+    values = {}
+    for name in named:
+        try:  # the filter's form field, as its form cleans it (the last value given)
+            value = ExecutionFilter.base_filters[name].field.clean(query_params.get(name))
+        except forms.ValidationError:
+            return None
+        if value is not None:
+            values[name] = value
+    return values
+
+
+def listed_executions(actor, query_params, job=None, project=None):
+    """The history's rows (ListedExecutions) of the actor's organization, of ``job`` (the job's
+    own history: job_of scoped it) or of ``project`` (a project's history: the actor reaches
+    it), when the request asks no filter but ``job`` and ``project`` and no search, on
+    PostgreSQL; else None: the ORM's queryset with the filters, and the embedded mode's
+    SQLite."""
+    scoping = scoping_filters(query_params) if on_postgresql() else None
+    if scoping is None:
+        return None
+    job_id = job.pk if job is not None else None
+    if "job" in scoping:
+        if job_id is not None and scoping["job"] != job_id:
+            return ListedExecutions(actor.organization, project_ids=())  # two jobs: no run is both's
+        job_id = scoping["job"]
+    project_ids = None if job is not None else actor.project_ids
+    for narrowed in (project.pk if project is not None else None, scoping.get("project")):
+        if narrowed is not None:
+            project_ids = (narrowed,) if project_ids is None or narrowed in project_ids else ()
+    return ListedExecutions(actor.organization, job_id=job_id, project_ids=project_ids)
 
 
 def history_page(executions, context):
@@ -266,9 +331,18 @@ class ExecutionViewSet(_ExecutionViews):
 class ProjectExecutionViewSet(_ExecutionViews):
     """``/api/v1/projects/{id}/executions/`` (list only)."""
 
+    def listed(self, request):
+        return listed_executions(self.actor, request.query_params, project=self.project())
+
     def get_queryset(self):
-        project = get_object_or_404(self.actor.projects(), pk=self.kwargs["pk"])
-        return super().get_queryset().filter(job__project=project)
+        return super().get_queryset().filter(job__project=self.project())
+
+    def project(self):
+        """The project asked (404: another organization's, or one the actor does not reach),
+        read once per request."""
+        if not hasattr(self, "_project"):
+            self._project = get_object_or_404(self.actor.projects(), pk=self.kwargs["pk"])
+        return self._project
 
 
 @extend_schema_view(replay=extend_schema(request=BulkReplaySerializer, responses={202: BulkReplayResultSerializer},
