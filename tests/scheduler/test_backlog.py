@@ -17,7 +17,9 @@ from apps.executions.scheduling.tick import (
     CLAIM_FIELDS,
     MAX_DUE_SCAN,
     ClaimedJob,
+    _batch_rows,
     _occurrences_for,
+    _outcome_key,
 )
 from apps.jobs.models import Job
 from apps.jobs.windowing import job_windows
@@ -180,3 +182,33 @@ def test_a_claimed_jobs_windows_read_as_text_are_the_jobs_own(tenant, make_job):
     plain = make_job(tenant)
     text = Job.objects.filter(id=plain.id).annotate(**_AS_TEXT).values_list(*_CLAIM_VALUES).get()
     assert job_windows(claimed(2, **dict(zip(CLAIM_FIELDS, text)))) is None
+
+
+def test_the_shared_outcome_gives_every_job_the_rows_of_its_own_computation():
+    # varied_jobs' mix, and what else an outcome reads: the organization (suspended, its
+    # queue), the priority under overload, interval jobs anchored at their creation, who the
+    # job is (organization, version), an unfinished run of a job that allows overlaps
+    jobs, now = varied_jobs()
+    more = []
+    for index, job in enumerate(jobs):
+        columns = {"organization_id": f"org-{index % 3}", "version": 1 + index % 4}
+        if index % 7 == 0:
+            columns.update(org_suspended=True)
+        if index % 5 == 0:
+            columns.update(org_queue="runs.pro", priority="low")
+        if index % 9 == 0:
+            columns.update(unfinished_run="another-run")
+        more.append(job._replace(**columns))
+    for index in range(12):  # interval jobs without start_at: anchored at created_at
+        more.append(claimed(1000 + index, schedule_type="interval", cron_expression="", interval_seconds=300,
+                            created_at=T0 - timedelta(days=30, seconds=37 * (index % 3))))
+    overloaded = frozenset({"runs.pro"})
+    rows, _due_at, updates = _batch_rows(more, now, overloaded)
+    alone_rows, alone_updates = [], []
+    for job in more:
+        job_rows, next_at = _occurrences_for(job, now, overloaded, None)
+        alone_rows += job_rows
+        alone_updates.append((job.id, next_at, now if next_at is None else None))
+    assert rows == alone_rows and updates == alone_updates
+    assert len({_outcome_key(job) for job in more}) < len(more) * 0.7  # many jobs shared an outcome
+    assert {row.status for row in rows} == {"queued", "skipped"} and any(row.defer_reason for row in rows)

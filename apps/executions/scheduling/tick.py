@@ -26,6 +26,7 @@ recorded yet, which is still due, so the next tick takes it again. None is dropp
 """
 
 import logging
+import operator
 import os
 import uuid
 from collections import namedtuple
@@ -94,8 +95,8 @@ class TickResult:
 #: One occurrence to insert (ids are made for the whole batch, see _uuid7s); every other
 #: Execution column takes the model's default. ``job_version`` comes with the claimed job
 #: (its ``version`` column): no query of its own.
-_Row = namedtuple("_Row", ["job_id", "organization_id", "scheduled_for", "status", "skip_reason",
-                           "queue", "published_at", "finished_at", "job_version"])
+_Row = namedtuple("_Row", ["job_id", "organization_id", "job_version", "scheduled_for", "status", "skip_reason",
+                           "queue", "published_at", "finished_at"])
 #: Run control's columns (docs/run-control.md), set only on a deferred run: published
 #: later (by sweeper.due_retries, at ``next_attempt_at`` or once the queue drains).
 _Row = namedtuple("_Row", [*_Row._fields, "next_attempt_at", "deferred_from", "defer_reason"],
@@ -171,17 +172,8 @@ def _limit_idle_time():
 def _process_batch(jobs, now, overloaded=frozenset(), scans=None):
     """``scans``: the due scans of this batch (see _due_scan), by default a new memo."""
     result = TickResult(claimed=len(jobs))
-    rows, due_at, updates = [], [], []
-    scans = {} if scans is None else scans
-    for job in jobs:
-        job_rows, new_next = _occurrences_for(job, now, overloaded, scans)
-        jitter = job_jitter(job)
-        for row in job_rows:
-            rows.append(row)
-            due_at.append(row.scheduled_for + jitter if row.status == QUEUED else None)  # due_time's sum
-        expired = new_next is None
-        updates.append((job.id, new_next, now if expired else None))
-        result.expired += expired
+    rows, due_at, updates = _batch_rows(jobs, now, overloaded, scans)
+    result.expired = sum(1 for _, _, expired_at in updates if expired_at is not None)
     ids = _uuid7s(len(rows), now)
     # An occurrence that already has its row (e.g. the job's jitter was edited so the
     # same occurrence came due again) is not inserted, counted or published again.
@@ -198,6 +190,60 @@ def _process_batch(jobs, now, overloaded=frozenset(), scans=None):
         else:
             result.skipped += 1
     return result
+
+
+def _batch_rows(jobs, now, overloaded=frozenset(), scans=None):
+    """The batch's rows to insert, each queued row's due time (None for the others) and each
+    job's update (id, next due time, expired at).
+
+    Most jobs of a burst differ only in who they are: same schedule, due time, policies,
+    windows, organization state and queue. Their outcome (the rows but for the job's id,
+    organization and version, and the next due time) is computed for the first of them and
+    given to the others (``outcomes``): what _occurrences_for reads of a job, apart from
+    those three, is its _outcome_key."""
+    rows, due_at, updates = [], [], []
+    scans = {} if scans is None else scans
+    outcomes = {}
+    for job in jobs:
+        key = _outcome_key(job)
+        outcome = outcomes.get(key) if key is not None else None
+        if outcome is None:
+            job_rows, new_next = _occurrences_for(job, now, overloaded, scans)
+            # (a job still due after this tick, past MAX_DUE_SCAN missed occurrences, is not
+            # shared: each such job logs its own note)
+            if key is not None and (new_next is None or new_next > now):
+                outcomes[key] = ([row[_OWN:] for row in job_rows], new_next)
+        else:
+            tails, new_next = outcome
+            own = (job.id, job.organization_id, job.version)
+            job_rows = [_Row._make(own + tail) for tail in tails]
+        jitter = job_jitter(job)
+        for row in job_rows:
+            rows.append(row)
+            due_at.append(row.scheduled_for + jitter if row.status == QUEUED else None)  # due_time's sum
+        updates.append((job.id, new_next, now if new_next is None else None))
+    return rows, due_at, updates
+
+
+#: A _Row starts with its job's own fields (id, organization, version); the rest is the outcome.
+_OWN = 3
+#: The claim fields an outcome does not depend on: who the job is (its id, organization and
+#: version go into its rows as they are), ``created_at`` (an interval schedule's anchor only
+#: when it has no ``start_at``: then it joins the key) and ``unfinished_run`` (only whether
+#: there is one). Every other claimed field is part of the key, so a field added to the
+#: claim (and read by _occurrences_for) is in it too.
+_NOT_KEYED = {"id", "organization_id", "version", "created_at", "unfinished_run"}
+_KEYED = operator.itemgetter(*[index for index, name in enumerate(ClaimedJob._fields) if name not in _NOT_KEYED])
+_INTERVAL = Job.ScheduleType.INTERVAL.value
+
+
+def _outcome_key(job):
+    """What _occurrences_for's outcome depends on besides who the job is, or None when it
+    depends on the job's id too (its jitter is derived from the id: not shared)."""
+    if job.jitter_seconds:
+        return None
+    anchor = job.created_at if job.schedule_type == _INTERVAL and job.start_at is None else None
+    return _KEYED(job), anchor, job.unfinished_run is not None
 
 
 def _occurrences_for(job, now, overloaded=frozenset(), scans=None):
@@ -276,12 +322,12 @@ def _due_scan(schedule, start_at, end_at, next_run_at, jitter, now):
 
 
 def _queued(job, at, queue, now):
-    return _Row(job.id, job.organization_id, at, QUEUED, "", queue, now, None, job.version,
+    return _Row(job.id, job.organization_id, job.version, at, QUEUED, "", queue, now, None,
                 jitter_seconds=int(job_jitter(job).total_seconds()))
 
 
 def _skipped(job, at, reason, now):
-    return _Row(job.id, job.organization_id, at, SKIPPED, reason, "", None, now, job.version)
+    return _Row(job.id, job.organization_id, job.version, at, SKIPPED, reason, "", None, now)
 
 
 def _uuid7s(count, now):
