@@ -124,7 +124,7 @@ def claimed(index, **columns):
         cron_expression="*/5 * * * *", interval_seconds=None, run_at=None, timezone="UTC", start_at=None,
         end_at=None, jitter_seconds=0, misfire_policy="run_once", misfire_grace_seconds=600, overlap_policy="allow",
         region="", next_run_at=T0, created_at=T0 - timedelta(days=30), version=1, priority="normal", windows="[]",
-        blackouts="[]", outside_window="skip", org_suspended=False, org_queue="runs.free", unfinished_run=None,
+        blackouts="[]", outside_window="skip", org_queue="runs.free", unfinished_run=None,
     )
     values.update(columns)
     return ClaimedJob(**values)
@@ -193,7 +193,7 @@ def test_the_shared_outcome_gives_every_job_the_rows_of_its_own_computation():
     for index, job in enumerate(jobs):
         columns = {"organization_id": f"org-{index % 3}", "version": 1 + index % 4}
         if index % 7 == 0:
-            columns.update(org_suspended=True)
+            columns.update(org_queue=None)  # suspended
         if index % 5 == 0:
             columns.update(org_queue="runs.pro", priority="low")
         if index % 9 == 0:

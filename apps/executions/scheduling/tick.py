@@ -35,7 +35,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, OuterRef, Subquery, TextField, When
+from django.db.models import Case, F, OuterRef, Subquery, TextField, Value, When
 from django.db.models.functions import Cast
 
 from apps.accounts.models import Organization
@@ -67,10 +67,11 @@ CLAIM_FIELDS = [
 ]
 #: Run control (docs/run-control.md): the priority routes its runs, the windows place them.
 CLAIM_FIELDS += ["priority", "windows", "blackouts", "outside_window"]
-#: A claimed job as a tick sees it: the claim fields, its organization's state and (for
-#: overlap ``forbid`` only) the id of a run of it still queued or running. It quacks
-#: like a Job for apps.jobs.scheduling (job_schedule, due_time, ...).
-ClaimedJob = namedtuple("ClaimedJob", [*CLAIM_FIELDS, "org_suspended", "org_queue", "unfinished_run"])
+#: A claimed job as a tick sees it: the claim fields, its organization's state (its plan's
+#: queue, None while the organization is suspended) and (for overlap ``forbid`` only) the
+#: id of a run of it still queued or running. It quacks like a Job for
+#: apps.jobs.scheduling (job_schedule, due_time, ...).
+ClaimedJob = namedtuple("ClaimedJob", [*CLAIM_FIELDS, "org_queue", "unfinished_run"])
 
 QUEUED = Execution.Status.QUEUED.value
 SKIPPED = Execution.Status.SKIPPED.value
@@ -112,9 +113,13 @@ _Row = namedtuple("_Row", [*_Row._fields, "jitter_seconds"], defaults=(None, Non
 # every due job on every tick: 0.5 s a tick with 200k due, so the backlog drained
 # quadratically.) EXISTS is avoided for the same reason: it may be planned as a hashed
 # subplan that reads every unfinished execution on every tick.
-_ORG = Organization.objects.filter(id=OuterRef("organization_id")).order_by()
-_ORG_SUSPENDED = Subquery(_ORG.values("suspended")[:1])
-_ORG_QUEUE = Subquery(_ORG.values("plan__queue")[:1])
+#: The organization's state in one subquery (one probe of its key a job, not two): its plan's
+#: queue, or None while it is suspended (a plan's queue is never null).
+_ORG_QUEUE = Subquery(
+    Organization.objects.filter(id=OuterRef("organization_id")).order_by()
+    .annotate(queue_unless_suspended=Case(When(suspended=True, then=Value(None)), default=F("plan__queue")))
+    .values("queue_unless_suspended")[:1]
+)
 #: For a job that forbids overlapping runs, one of its runs still queued or running (or
 #: None); inside CASE, PostgreSQL probes the partial index exec_job_unfinished for those
 #: jobs only.
@@ -143,8 +148,8 @@ def claim_due(now, batch_size, overloaded=frozenset()):
             Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now)
             .order_by("next_run_at")
             .select_for_update(skip_locked=True, of=("self",))
-            .annotate(org_suspended=_ORG_SUSPENDED, org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN, **_AS_TEXT)
-            .values_list(*_CLAIM_VALUES, "org_suspended", "org_queue", "unfinished_run")[:batch_size]
+            .annotate(org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN, **_AS_TEXT)
+            .values_list(*_CLAIM_VALUES, "org_queue", "unfinished_run")[:batch_size]
         )
         if not rows:
             return TickResult()
@@ -251,7 +256,7 @@ def _occurrences_for(job, now, overloaded=frozenset(), scans=None):
     ``scans``: a memo of due scans shared by the jobs of one batch (None: none)."""
     schedule = job_schedule(job)
     due, following, more = _due_occurrences(job, schedule, now, scans)
-    if job.org_suspended:
+    if job.org_queue is None:
         # A suspended tenant's jobs stop firing; they resume at their next occurrence.
         # (Past MAX_DUE_SCAN missed ones, ``following`` is still due: the next tick goes on.)
         return [], due_time(following, job)
