@@ -3,6 +3,7 @@ once a second meanwhile, the due scan memoised within a batch, and two scheduler
 backlog recording each occurrence exactly once."""
 
 import threading
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -20,6 +21,7 @@ from apps.executions.scheduling.tick import (
     _batch_rows,
     _occurrences_for,
     _outcome_key,
+    _uuid7s,
 )
 from apps.jobs.models import Job
 from apps.jobs.windowing import job_windows
@@ -212,3 +214,15 @@ def test_the_shared_outcome_gives_every_job_the_rows_of_its_own_computation():
     assert rows == alone_rows and updates == alone_updates
     assert len({_outcome_key(job) for job in more}) < len(more) * 0.7  # many jobs shared an outcome
     assert {row.status for row in rows} == {"queued", "skipped"} and any(row.defer_reason for row in rows)
+
+
+def test_a_batchs_ids_are_uuid7_of_the_database_time_and_behave_as_uuids():
+    ids = _uuid7s(500, T0)
+    assert len(set(ids)) == 500
+    for value in ids[:50]:
+        same = uuid.UUID(str(value))
+        assert (value.version, value.variant) == (7, uuid.RFC_4122)
+        assert value == same and hash(value) == hash(same) and value.bytes == same.bytes
+        assert value.int >> 80 == int(T0.timestamp() * 1000)  # the 48-bit millisecond time
+    later = _uuid7s(1, T0 + timedelta(milliseconds=1))[0]
+    assert max(ids) < later
