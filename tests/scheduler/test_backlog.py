@@ -3,6 +3,7 @@ once a second meanwhile, the due scan memoised within a batch, and two scheduler
 backlog recording each occurrence exactly once."""
 
 import threading
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -17,7 +18,10 @@ from apps.executions.scheduling.tick import (
     CLAIM_FIELDS,
     MAX_DUE_SCAN,
     ClaimedJob,
+    _batch_rows,
     _occurrences_for,
+    _outcome_key,
+    _uuid7s,
 )
 from apps.jobs.models import Job
 from apps.jobs.windowing import job_windows
@@ -122,7 +126,7 @@ def claimed(index, **columns):
         cron_expression="*/5 * * * *", interval_seconds=None, run_at=None, timezone="UTC", start_at=None,
         end_at=None, jitter_seconds=0, misfire_policy="run_once", misfire_grace_seconds=600, overlap_policy="allow",
         region="", next_run_at=T0, created_at=T0 - timedelta(days=30), version=1, priority="normal", windows="[]",
-        blackouts="[]", outside_window="skip", org_suspended=False, org_queue="runs.free", unfinished_run=None,
+        blackouts="[]", outside_window="skip", org_queue="runs.free", unfinished_run=None,
     )
     values.update(columns)
     return ClaimedJob(**values)
@@ -180,3 +184,45 @@ def test_a_claimed_jobs_windows_read_as_text_are_the_jobs_own(tenant, make_job):
     plain = make_job(tenant)
     text = Job.objects.filter(id=plain.id).annotate(**_AS_TEXT).values_list(*_CLAIM_VALUES).get()
     assert job_windows(claimed(2, **dict(zip(CLAIM_FIELDS, text)))) is None
+
+
+def test_the_shared_outcome_gives_every_job_the_rows_of_its_own_computation():
+    # varied_jobs' mix, and what else an outcome reads: the organization (suspended, its
+    # queue), the priority under overload, interval jobs anchored at their creation, who the
+    # job is (organization, version), an unfinished run of a job that allows overlaps
+    jobs, now = varied_jobs()
+    more = []
+    for index, job in enumerate(jobs):
+        columns = {"organization_id": f"org-{index % 3}", "version": 1 + index % 4}
+        if index % 7 == 0:
+            columns.update(org_queue=None)  # suspended
+        if index % 5 == 0:
+            columns.update(org_queue="runs.pro", priority="low")
+        if index % 9 == 0:
+            columns.update(unfinished_run="another-run")
+        more.append(job._replace(**columns))
+    for index in range(12):  # interval jobs without start_at: anchored at created_at
+        more.append(claimed(1000 + index, schedule_type="interval", cron_expression="", interval_seconds=300,
+                            created_at=T0 - timedelta(days=30, seconds=37 * (index % 3))))
+    overloaded = frozenset({"runs.pro"})
+    rows, _due_at, updates = _batch_rows(more, now, overloaded)
+    alone_rows, alone_updates = [], []
+    for job in more:
+        job_rows, next_at = _occurrences_for(job, now, overloaded, None)
+        alone_rows += job_rows
+        alone_updates.append((job.id, next_at, now if next_at is None else None))
+    assert rows == alone_rows and updates == alone_updates
+    assert len({_outcome_key(job) for job in more}) < len(more) * 0.7  # many jobs shared an outcome
+    assert {row.status for row in rows} == {"queued", "skipped"} and any(row.defer_reason for row in rows)
+
+
+def test_a_batchs_ids_are_uuid7_of_the_database_time_and_behave_as_uuids():
+    ids = _uuid7s(500, T0)
+    assert len(set(ids)) == 500
+    for value in ids[:50]:
+        same = uuid.UUID(str(value))
+        assert (value.version, value.variant) == (7, uuid.RFC_4122)
+        assert value == same and hash(value) == hash(same) and value.bytes == same.bytes
+        assert value.int >> 80 == int(T0.timestamp() * 1000)  # the 48-bit millisecond time
+    later = _uuid7s(1, T0 + timedelta(milliseconds=1))[0]
+    assert max(ids) < later

@@ -26,6 +26,7 @@ recorded yet, which is still due, so the next tick takes it again. None is dropp
 """
 
 import logging
+import operator
 import os
 import uuid
 from collections import namedtuple
@@ -34,7 +35,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, OuterRef, Subquery, TextField, When
+from django.db.models import Case, F, OuterRef, Subquery, TextField, Value, When
 from django.db.models.functions import Cast
 
 from apps.accounts.models import Organization
@@ -66,10 +67,11 @@ CLAIM_FIELDS = [
 ]
 #: Run control (docs/run-control.md): the priority routes its runs, the windows place them.
 CLAIM_FIELDS += ["priority", "windows", "blackouts", "outside_window"]
-#: A claimed job as a tick sees it: the claim fields, its organization's state and (for
-#: overlap ``forbid`` only) the id of a run of it still queued or running. It quacks
-#: like a Job for apps.jobs.scheduling (job_schedule, due_time, ...).
-ClaimedJob = namedtuple("ClaimedJob", [*CLAIM_FIELDS, "org_suspended", "org_queue", "unfinished_run"])
+#: A claimed job as a tick sees it: the claim fields, its organization's state (its plan's
+#: queue, None while the organization is suspended) and (for overlap ``forbid`` only) the
+#: id of a run of it still queued or running. It quacks like a Job for
+#: apps.jobs.scheduling (job_schedule, due_time, ...).
+ClaimedJob = namedtuple("ClaimedJob", [*CLAIM_FIELDS, "org_queue", "unfinished_run"])
 
 QUEUED = Execution.Status.QUEUED.value
 SKIPPED = Execution.Status.SKIPPED.value
@@ -94,8 +96,8 @@ class TickResult:
 #: One occurrence to insert (ids are made for the whole batch, see _uuid7s); every other
 #: Execution column takes the model's default. ``job_version`` comes with the claimed job
 #: (its ``version`` column): no query of its own.
-_Row = namedtuple("_Row", ["job_id", "organization_id", "scheduled_for", "status", "skip_reason",
-                           "queue", "published_at", "finished_at", "job_version"])
+_Row = namedtuple("_Row", ["job_id", "organization_id", "job_version", "scheduled_for", "status", "skip_reason",
+                           "queue", "published_at", "finished_at"])
 #: Run control's columns (docs/run-control.md), set only on a deferred run: published
 #: later (by sweeper.due_retries, at ``next_attempt_at`` or once the queue drains).
 _Row = namedtuple("_Row", [*_Row._fields, "next_attempt_at", "deferred_from", "defer_reason"],
@@ -111,9 +113,13 @@ _Row = namedtuple("_Row", [*_Row._fields, "jitter_seconds"], defaults=(None, Non
 # every due job on every tick: 0.5 s a tick with 200k due, so the backlog drained
 # quadratically.) EXISTS is avoided for the same reason: it may be planned as a hashed
 # subplan that reads every unfinished execution on every tick.
-_ORG = Organization.objects.filter(id=OuterRef("organization_id")).order_by()
-_ORG_SUSPENDED = Subquery(_ORG.values("suspended")[:1])
-_ORG_QUEUE = Subquery(_ORG.values("plan__queue")[:1])
+#: The organization's state in one subquery (one probe of its key a job, not two): its plan's
+#: queue, or None while it is suspended (a plan's queue is never null).
+_ORG_QUEUE = Subquery(
+    Organization.objects.filter(id=OuterRef("organization_id")).order_by()
+    .annotate(queue_unless_suspended=Case(When(suspended=True, then=Value(None)), default=F("plan__queue")))
+    .values("queue_unless_suspended")[:1]
+)
 #: For a job that forbids overlapping runs, one of its runs still queued or running (or
 #: None); inside CASE, PostgreSQL probes the partial index exec_job_unfinished for those
 #: jobs only.
@@ -142,8 +148,8 @@ def claim_due(now, batch_size, overloaded=frozenset()):
             Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now)
             .order_by("next_run_at")
             .select_for_update(skip_locked=True, of=("self",))
-            .annotate(org_suspended=_ORG_SUSPENDED, org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN, **_AS_TEXT)
-            .values_list(*_CLAIM_VALUES, "org_suspended", "org_queue", "unfinished_run")[:batch_size]
+            .annotate(org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN, **_AS_TEXT)
+            .values_list(*_CLAIM_VALUES, "org_queue", "unfinished_run")[:batch_size]
         )
         if not rows:
             return TickResult()
@@ -171,17 +177,8 @@ def _limit_idle_time():
 def _process_batch(jobs, now, overloaded=frozenset(), scans=None):
     """``scans``: the due scans of this batch (see _due_scan), by default a new memo."""
     result = TickResult(claimed=len(jobs))
-    rows, due_at, updates = [], [], []
-    scans = {} if scans is None else scans
-    for job in jobs:
-        job_rows, new_next = _occurrences_for(job, now, overloaded, scans)
-        jitter = job_jitter(job)
-        for row in job_rows:
-            rows.append(row)
-            due_at.append(row.scheduled_for + jitter if row.status == QUEUED else None)  # due_time's sum
-        expired = new_next is None
-        updates.append((job.id, new_next, now if expired else None))
-        result.expired += expired
+    rows, due_at, updates = _batch_rows(jobs, now, overloaded, scans)
+    result.expired = sum(1 for _, _, expired_at in updates if expired_at is not None)
     ids = _uuid7s(len(rows), now)
     # An occurrence that already has its row (e.g. the job's jitter was edited so the
     # same occurrence came due again) is not inserted, counted or published again.
@@ -200,12 +197,66 @@ def _process_batch(jobs, now, overloaded=frozenset(), scans=None):
     return result
 
 
+def _batch_rows(jobs, now, overloaded=frozenset(), scans=None):
+    """The batch's rows to insert, each queued row's due time (None for the others) and each
+    job's update (id, next due time, expired at).
+
+    Most jobs of a burst differ only in who they are: same schedule, due time, policies,
+    windows, organization state and queue. Their outcome (the rows but for the job's id,
+    organization and version, and the next due time) is computed for the first of them and
+    given to the others (``outcomes``): what _occurrences_for reads of a job, apart from
+    those three, is its _outcome_key."""
+    rows, due_at, updates = [], [], []
+    scans = {} if scans is None else scans
+    outcomes = {}
+    for job in jobs:
+        key = _outcome_key(job)
+        outcome = outcomes.get(key) if key is not None else None
+        if outcome is None:
+            job_rows, new_next = _occurrences_for(job, now, overloaded, scans)
+            # (a job still due after this tick, past MAX_DUE_SCAN missed occurrences, is not
+            # shared: each such job logs its own note)
+            if key is not None and (new_next is None or new_next > now):
+                outcomes[key] = ([row[_OWN:] for row in job_rows], new_next)
+        else:
+            tails, new_next = outcome
+            own = (job.id, job.organization_id, job.version)
+            job_rows = [_Row._make(own + tail) for tail in tails]
+        jitter = job_jitter(job)
+        for row in job_rows:
+            rows.append(row)
+            due_at.append(row.scheduled_for + jitter if row.status == QUEUED else None)  # due_time's sum
+        updates.append((job.id, new_next, now if new_next is None else None))
+    return rows, due_at, updates
+
+
+#: A _Row starts with its job's own fields (id, organization, version); the rest is the outcome.
+_OWN = 3
+#: The claim fields an outcome does not depend on: who the job is (its id, organization and
+#: version go into its rows as they are), ``created_at`` (an interval schedule's anchor only
+#: when it has no ``start_at``: then it joins the key) and ``unfinished_run`` (only whether
+#: there is one). Every other claimed field is part of the key, so a field added to the
+#: claim (and read by _occurrences_for) is in it too.
+_NOT_KEYED = {"id", "organization_id", "version", "created_at", "unfinished_run"}
+_KEYED = operator.itemgetter(*[index for index, name in enumerate(ClaimedJob._fields) if name not in _NOT_KEYED])
+_INTERVAL = Job.ScheduleType.INTERVAL.value
+
+
+def _outcome_key(job):
+    """What _occurrences_for's outcome depends on besides who the job is, or None when it
+    depends on the job's id too (its jitter is derived from the id: not shared)."""
+    if job.jitter_seconds:
+        return None
+    anchor = job.created_at if job.schedule_type == _INTERVAL and job.start_at is None else None
+    return _KEYED(job), anchor, job.unfinished_run is not None
+
+
 def _occurrences_for(job, now, overloaded=frozenset(), scans=None):
     """Rows to insert for one claimed job, and its next due time (None: no more).
     ``scans``: a memo of due scans shared by the jobs of one batch (None: none)."""
     schedule = job_schedule(job)
     due, following, more = _due_occurrences(job, schedule, now, scans)
-    if job.org_suspended:
+    if job.org_queue is None:
         # A suspended tenant's jobs stop firing; they resume at their next occurrence.
         # (Past MAX_DUE_SCAN missed ones, ``following`` is still due: the next tick goes on.)
         return [], due_time(following, job)
@@ -276,12 +327,12 @@ def _due_scan(schedule, start_at, end_at, next_run_at, jitter, now):
 
 
 def _queued(job, at, queue, now):
-    return _Row(job.id, job.organization_id, at, QUEUED, "", queue, now, None, job.version,
+    return _Row(job.id, job.organization_id, job.version, at, QUEUED, "", queue, now, None,
                 jitter_seconds=int(job_jitter(job).total_seconds()))
 
 
 def _skipped(job, at, reason, now):
-    return _Row(job.id, job.organization_id, at, SKIPPED, reason, "", None, now, job.version)
+    return _Row(job.id, job.organization_id, job.version, at, SKIPPED, reason, "", None, now)
 
 
 def _uuid7s(count, now):
@@ -294,10 +345,18 @@ def _uuid7s(count, now):
     random_bytes = os.urandom(10 * count)
     ids = []
     for start in range(0, 10 * count, 10):
-        rand_a = int.from_bytes(random_bytes[start:start + 2], "big") & 0xFFF
-        rand_b = int.from_bytes(random_bytes[start + 2:start + 10], "big") & ((1 << 62) - 1)
-        ids.append(uuid.UUID(int=head | rand_a << 64 | rand_b))
+        # 80 random bits a id: rand_a from the first two bytes' low 12 bits, rand_b from the
+        # last eight's low 62. The UUID is made as its own __init__ makes one (it sets its
+        # two slots with object.__setattr__), without the argument checks: half the cost.
+        value = _new(uuid.UUID)
+        _set(value, "int", head | int.from_bytes(random_bytes[start:start + 10], "big") & _RANDOM_BITS)
+        _set(value, "is_safe", uuid.SafeUUID.unknown)
+        ids.append(value)
     return ids
+
+
+_RANDOM_BITS = 0xFFF << 64 | ((1 << 62) - 1)  # rand_a's 12 bits, rand_b's 62
+_new, _set = object.__new__, object.__setattr__
 
 
 def _write(ids, rows, now, updates):
