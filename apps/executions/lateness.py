@@ -13,6 +13,8 @@ from datetime import timedelta
 
 from django.db.models import Case, DurationField, F, Func, OuterRef, Subquery, When
 
+from apps.jobs.scheduling import due_after
+
 from .models import Attempt
 
 _FIRST_ATTEMPT_START = Subquery(
@@ -28,7 +30,7 @@ def with_first_start(executions):
 
 def due_at(execution):
     """When the run was due: its occurrence plus its jitter."""
-    return execution.scheduled_for + timedelta(seconds=execution.jitter_seconds or 0)
+    return due_after(execution.scheduled_for, timedelta(seconds=execution.jitter_seconds or 0))
 
 
 def lateness(execution, first_started_at):
@@ -56,7 +58,8 @@ def lateness_seconds(execution):
 def lateness_ms(started_at, scheduled_for, jitter_seconds):
     """Milliseconds late (truncated, as lateness_ms_sql) of a first attempt that started at
     ``started_at``."""
-    return int((started_at - scheduled_for - timedelta(seconds=jitter_seconds or 0)).total_seconds() * 1000)
+    due = due_after(scheduled_for, timedelta(seconds=jitter_seconds or 0))
+    return int((started_at - due).total_seconds() * 1000)
 
 
 #: PostgreSQL: an Attempt (number 1) queryset's lateness, as an interval.

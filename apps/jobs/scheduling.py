@@ -30,11 +30,22 @@ def next_occurrence(job, after):
     return next_run(job_schedule(job), after, start_at=job.start_at, end_at=job.end_at)
 
 
+def due_after(occurrence, jitter):
+    """The jitter rule: a run is due its jitter after its occurrence. The one place that
+    says so: the scheduler's tick, which holds a batch's jitters, calls it directly."""
+    return occurrence + jitter
+
+
+def occurrence_before(due_at, jitter):
+    """Inverse of due_after: the occurrence whose run is due at ``due_at``."""
+    return due_at - jitter
+
+
 def due_time(occurrence, job):
-    """When an occurrence becomes due: the occurrence plus the job's jitter."""
-    return None if occurrence is None else occurrence + job_jitter(job)
+    """When an occurrence of the job becomes due (None: no occurrence, no due time)."""
+    return None if occurrence is None else due_after(occurrence, job_jitter(job))
 
 
 def occurrence_of(due_at, job):
     """Inverse of due_time."""
-    return due_at - job_jitter(job)
+    return occurrence_before(due_at, job_jitter(job))

@@ -41,7 +41,7 @@ from django.db.models.functions import Cast
 from apps.accounts.models import Organization
 from apps.eventstream import outbox
 from apps.jobs.models import Job
-from apps.jobs.scheduling import due_time, job_jitter, job_schedule
+from apps.jobs.scheduling import due_after, due_time, job_jitter, job_schedule, occurrence_before
 from apps.jobs.windowing import apply_windows
 from apps.sql.modes import on_postgresql
 from cronsvc.misfire import plan_catch_up
@@ -225,7 +225,7 @@ def _batch_rows(jobs, now, overloaded=frozenset(), scans=None):
         jitter = job_jitter(job)
         for row in job_rows:
             rows.append(row)
-            due_at.append(row.scheduled_for + jitter if row.status == QUEUED else None)  # due_time's sum
+            due_at.append(due_after(row.scheduled_for, jitter) if row.status == QUEUED else None)
         updates.append((job.id, new_next, now if new_next is None else None))
     return rows, due_at, updates
 
@@ -316,10 +316,10 @@ def _due_occurrences(job, schedule, now, scans=None):
 def _due_scan(schedule, start_at, end_at, next_run_at, jitter, now):
     """_due_occurrences of a job of that schedule, start and end, due time and jitter (a pure
     function of them): (due occurrences as a tuple, the following one, more)."""
-    due = [next_run_at - jitter]  # occurrence_of
+    due = [occurrence_before(next_run_at, jitter)]
     while True:
         following = next_run(schedule, due[-1], start_at=start_at, end_at=end_at)
-        if following is None or following + jitter > now:  # not due yet (due_time)
+        if following is None or due_after(following, jitter) > now:  # not due yet
             return tuple(due), following, False
         if len(due) >= MAX_DUE_SCAN:
             return tuple(due), following, True
