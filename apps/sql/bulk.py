@@ -9,6 +9,7 @@ that one list, so a column added or moved cannot leave them out of step.
 
 from contextlib import contextmanager
 
+import psycopg
 from django.db import connection
 
 
@@ -47,12 +48,27 @@ class Unnest:
 
 
 @contextmanager
-def binding_cursor():
+def binding_cursor(*, prepare=True, db=None):
     """A server-side-binding psycopg cursor on Django's connection (same transaction), its
     errors wrapped as Django's: the arrays go out in binary (``%b``) instead of being quoted
-    into the SQL text."""
-    import psycopg
+    into the SQL text.
 
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    Its statements are prepared on the connection the first time they run there
+    (``prepare=False``: not, for SQL whose text varies, such as the ORM's): the set-based
+    statements of the hot paths are few and of fixed text, and PostgreSQL parsing and
+    planning them again for every group cost as much of its CPU as running them
+    (bench/README.md, "Figures behind the code"). DATABASE_PREPARED_STATEMENTS=false
+    (apps.sql.backend) prepares nothing. ``db``: another connection than Django's default."""
+    db = db or connection
+    db.ensure_connection()
+    cursor_class = _PreparingCursor if prepare else psycopg.Cursor
+    with db.wrap_database_errors, cursor_class(db.connection) as cursor:
         yield cursor
+
+
+class _PreparingCursor(psycopg.Cursor):
+    """Prepares every statement it executes (psycopg prepares nothing while the connection's
+    ``prepare_threshold`` is None: DATABASE_PREPARED_STATEMENTS=false)."""
+
+    def execute(self, query, params=None, *, prepare=True, binary=None):
+        return super().execute(query, params, prepare=prepare, binary=binary)
