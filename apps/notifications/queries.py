@@ -6,8 +6,8 @@ from functools import cache
 from django.db import connection
 from django.utils import timezone
 
-from apps.sql.bulk import binding_cursor
 from apps.sql.modes import on_postgresql
+from apps.sql.rows import prepared_cursor
 
 from .models import AlertState, Channel, EventSubscription, RunAlert
 
@@ -64,8 +64,8 @@ def listening_job_ids(job_ids, failing=None):
         return set()
     owners_hear = failing is not None
     if on_postgresql():
-        # server-side binding, prepared once per connection (apps.sql.bulk.binding_cursor)
-        with binding_cursor() as cursor:
+        # bound on the server and prepared once per connection (apps.sql.backend)
+        with prepared_cursor() as cursor:
             cursor.execute(_listening_sql(owners_hear), [job_ids, list(failing)] if owners_hear else [job_ids])
             return {row[0] for row in cursor.fetchall()}
     listening = (Exists(Channel.objects.filter(project_id=OuterRef("project_id"), enabled=True))
