@@ -3,7 +3,7 @@
 Run it beside bench_scheduler.py (same DATABASE_URL): it waits until the burst's runs
 appear (more than ``--start-after`` executions), reads every process's CPU from /proc
 (bench/proccpu.py), waits until no run is queued or running (and more than ``--end-after``
-exist), reads again, and prints, per delivered run (runs that became ``succeeded``
+exist, or the worker is gone), reads again, and prints, per delivered run (runs that became ``succeeded``
 meanwhile): the worker (the Celery command line of ``--worker-tag``, pool children
 included), the scheduler, PostgreSQL (the database's backends; its WAL writer, background
 writer and checkpointer apart), the Redis on ``--redis-port`` and the local sink; and the
@@ -93,13 +93,19 @@ def main():
     succeeded = "SELECT count(*) FROM executions_execution WHERE status = 'succeeded'"
     commits = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
     (done0,), (commits0,) = count(args.db, succeeded), count(args.db, commits)
+    after = dict(before)
     while time.time() - started < args.timeout:
         time.sleep(1)
+        now = processes()
+        after.update(now)  # a process that ends (the bench stopping its worker) keeps its last reading
         pending, total = count(args.db, "SELECT count(*) FILTER (WHERE status IN ('queued', 'running')), count(*) "
                                         "FROM executions_execution")
         if pending == 0 and total > args.end_after:
             break
-    ended, after = time.time(), processes()
+        if not any(classify(command, args) == "worker" for command, _ in now.values()):
+            break  # the bench stopped waiting for the burst
+    ended = time.time()
+    after.update(processes())
     (done1,), (commits1,) = count(args.db, succeeded), count(args.db, commits)
     runs = max(1, done1 - done0)
     used = {}
