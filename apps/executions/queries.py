@@ -233,9 +233,8 @@ _SCHEDULE = Execution.Trigger.SCHEDULE.value
 def fetch_binary(sql, params):
     """The rows of an ORM statement as tuples, read on a binary cursor (psycopg decodes
     timestamps and uuids in C). Django's error wrapper, as its own cursors have: a lost
-    session raises Django's OperationalError and marks the connection broken. Not prepared
-    (``binding_cursor``): the ORM's text may vary with its arguments."""
-    with binding_cursor(prepare=False) as cursor:
+    session raises Django's OperationalError and marks the connection broken."""
+    with binding_cursor() as cursor:
         cursor.execute(sql, params, binary=True)
         return cursor.fetchall()
 

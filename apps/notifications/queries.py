@@ -1,13 +1,10 @@
 """The notifications app's hand-written SQL: the periodic watch's marks of the runs it has
 alerted about (watch.py), and which finished runs' jobs anyone listens to (alerts.py)."""
 
-from functools import cache
-
 from django.db import connection
 from django.utils import timezone
 
 from apps.sql.modes import on_postgresql
-from apps.sql.rows import prepared_cursor
 
 from .models import AlertState, Channel, EventSubscription, RunAlert
 
@@ -32,7 +29,6 @@ def mark_run_alerts(keys):
     return fresh
 
 
-@cache
 def _listening_sql(owners_hear):
     from apps.jobs.models import Job
 
@@ -64,8 +60,7 @@ def listening_job_ids(job_ids, failing=None):
         return set()
     owners_hear = failing is not None
     if on_postgresql():
-        # bound on the server and prepared once per connection (apps.sql.backend)
-        with prepared_cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute(_listening_sql(owners_hear), [job_ids, list(failing)] if owners_hear else [job_ids])
             return {row[0] for row in cursor.fetchall()}
     listening = (Exists(Channel.objects.filter(project_id=OuterRef("project_id"), enabled=True))

@@ -13,7 +13,6 @@ import weakref
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
-import psycopg
 from django.db import connection
 from psycopg import pq
 from psycopg.adapt import Dumper
@@ -166,28 +165,13 @@ def _register(psycopg_connection):
 
 
 @contextmanager
-def binding_cursor(*, prepare=True, db=None):
+def binding_cursor():
     """A server-side-binding psycopg cursor on Django's connection (same transaction), its
     errors wrapped as Django's: the arrays go out in binary (``%b``) instead of being quoted
-    into the SQL text.
+    into the SQL text."""
+    import psycopg
 
-    Its statements are prepared on the connection the first time they run there
-    (``prepare=False``: not, for SQL whose text varies, such as the ORM's): the set-based
-    statements of the hot paths are few and of fixed text, and PostgreSQL planned them again
-    for every batch and group: about 1 ms a claim and a recorded group together, as much as
-    running them for a group of a few runs (bench/README.md, "Figures behind the code"). DATABASE_PREPARED_STATEMENTS=false
-    (apps.sql.backend) prepares nothing. ``db``: another connection than Django's default."""
-    db = db or connection
-    db.ensure_connection()
-    _register(db.connection)
-    cursor_class = _PreparingCursor if prepare else psycopg.Cursor
-    with db.wrap_database_errors, cursor_class(db.connection) as cursor:
+    connection.ensure_connection()
+    _register(connection.connection)
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
         yield cursor
-
-
-class _PreparingCursor(psycopg.Cursor):
-    """Prepares every statement it executes (psycopg prepares nothing while the connection's
-    ``prepare_threshold`` is None: DATABASE_PREPARED_STATEMENTS=false)."""
-
-    def execute(self, query, params=None, *, prepare=True, binary=None):
-        return super().execute(query, params, prepare=prepare, binary=binary)

@@ -3,10 +3,10 @@ look-up that tells which finished jobs have downstream jobs and the workflow run
 advisory lock (triggering.py). The logic around them, and the ORM path of the embedded
 mode's SQLite, stay in triggering.py."""
 
+import psycopg
 from django.db import connection
 
 from apps.jobs.models import JobDependency
-from apps.sql.bulk import binding_cursor
 
 #: Which of the jobs (a binary uuid array) are the upstream of a dependency.
 HAVING_DOWNSTREAM = (f"SELECT DISTINCT upstream_id FROM {connection.ops.quote_name(JobDependency._meta.db_table)} "
@@ -19,7 +19,8 @@ def having_downstream(job_ids):
     """Which of ``job_ids`` have downstream jobs: one indexed statement, sent like
     recording's own (binary array, psycopg directly on Django's connection, in its
     transaction), so a worker's per-group cost stays fixed."""
-    with binding_cursor() as cursor:  # prepared once per connection
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(HAVING_DOWNSTREAM, [list(job_ids)])
         return {row[0] for row in cursor.fetchall()}
 

@@ -5,7 +5,7 @@ import pytest
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
-from apps.sql import bulk, rows
+from apps.sql import rows
 from apps.jobs.models import Job
 
 pytestmark = pytest.mark.django_db
@@ -65,27 +65,4 @@ def test_the_setting_turns_preparing_off(own_connection, settings, tenant):
     with connection.prepared_cursor() as cursor:
         cursor.execute('SELECT "name" FROM "jobs_job" WHERE "organization_id" = %s', [tenant.organization.pk])
     assert connection.connection.prepare_threshold is None
-    assert _prepared(connection) == []
-
-
-def test_the_set_based_statements_are_prepared_unless_asked_not_to(own_connection, tenant):
-    """apps.sql.bulk.binding_cursor: the recording's, claim's and metering's statements are
-    of fixed text and prepared once per connection; the ORM's text sent through it is not."""
-    connection = own_connection()
-    fixed = 'SELECT count(*) FROM "jobs_job" WHERE "id" = ANY(%b::uuid[])'
-    varying = 'SELECT count(*) FROM "jobs_job" WHERE "name" = %b'
-    for _ in range(6):
-        with bulk.binding_cursor(db=connection) as cursor:
-            cursor.execute(fixed, [[tenant.organization.pk]])
-            assert cursor.fetchone() == (0,)
-        with bulk.binding_cursor(prepare=False, db=connection) as cursor:
-            cursor.execute(varying, ["plain"])
-    assert _prepared(connection) == [fixed.replace("%b", "$1")]
-
-
-def test_the_setting_turns_preparing_the_set_based_statements_off(own_connection, settings, tenant):
-    settings.DATABASE_PREPARED_STATEMENTS = False
-    connection = own_connection()
-    with bulk.binding_cursor(db=connection) as cursor:
-        cursor.execute('SELECT count(*) FROM "jobs_job" WHERE "id" = ANY(%b::uuid[])', [[tenant.organization.pk]])
     assert _prepared(connection) == []
