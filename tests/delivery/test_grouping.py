@@ -241,3 +241,14 @@ def test_batched_circuit_checks_let_one_run_per_host_probe_a_half_open_circuit()
     assert decisions[2].retry_at == pytest.approx(later + breaker.probe_lease_seconds)
     shared.settle_many(successes=[down, down], now=later)
     assert all(d.allowed for d in shared.circuit_many([down, down], later))
+
+
+def test_overlap_locks_are_given_back_with_the_group_and_only_by_their_holder():
+    shared = guards()
+    mine, taken_over = "grouping-job-mine", "grouping-job-taken-over"
+    _fresh_keys(f"cronsvc:running:{mine}", f"cronsvc:running:{taken_over}")
+    assert shared.lock_jobs([(mine, "run-1", 30), (taken_over, "run-2", 30)]) == [True, True]
+    # run-2's lock ran out and another run holds the job now: run-2 giving it back changes nothing
+    redis_client().set(f"cronsvc:running:{taken_over}", "run-3")
+    shared.settle_many(unlocks=[(mine, "run-1"), (taken_over, "run-2")], now=time.time())
+    assert shared.lock_jobs([(mine, "run-4", 30), (taken_over, "run-4", 30)]) == [True, False]

@@ -657,14 +657,14 @@ def _settle(runs, successes, failures):
     if shared.breaker is None:
         successes = failures = ()
     holding = [run for run in runs if run.has_slot]
+    locked = [run for run in runs if run.job_locked]
     shared.settle_many(successes=successes, failures=failures, now=wall_clock(),
-                       releases=[(run.execution.organization_id, run.holder) for run in holding])
+                       releases=[(run.execution.organization_id, run.holder) for run in holding],
+                       unlocks=[(str(run.job.id), run.holder) for run in locked])
     for run in holding:
         run.has_slot = False
-    for run in runs:
-        if run.job_locked:
-            shared.unlock_job(str(run.job.id), run.holder)
-            run.job_locked = False
+    for run in locked:
+        run.job_locked = False
 
 
 _pool = {"pid": None, "capacity": None, "late": None, "jobs": None}

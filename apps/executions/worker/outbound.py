@@ -86,9 +86,7 @@ class Guards:
         return bool(self.client.set(f"cronsvc:running:{job_id}", holder, nx=True, ex=int(lease_seconds) + 1))
 
     def unlock_job(self, job_id, holder):
-        key = f"cronsvc:running:{job_id}"
-        if self.client.get(key) == holder.encode():
-            self.client.delete(key)
+        self.settle_many(unlocks=[(job_id, holder)])
 
     # --- the same, for many runs in one round trip ---------------------------------------
 
@@ -152,12 +150,13 @@ class Guards:
                 repr(float(now)), repr(float(bucket.rate_per_second)), bucket.burst, bucket._key_ttl()])
         return [(bool(allowed), float(wait)) for allowed, wait in pipe.execute()]
 
-    def settle_many(self, *, successes=(), failures=(), releases=(), now=0.0):
+    def settle_many(self, *, successes=(), failures=(), releases=(), unlocks=(), now=0.0):
         """After a group of runs is recorded: close the circuits of hosts that answered
         (``successes``: [host]), count the failures that say a host is unreachable
-        (``failures``: [host]) and give back the organizations' slots (``releases``:
-        [(organization_id, holder)]), in one round trip."""
-        if not (successes or failures or releases):
+        (``failures``: [host]), give back the organizations' slots (``releases``:
+        [(organization_id, holder)]) and the jobs' overlap locks (``unlocks``: [(job_id,
+        holder)], each only while ``holder`` still holds it), in one round trip."""
+        if not (successes or failures or releases or unlocks):
             return
         breaker = self.breaker
         pipe = self.client.pipeline(transaction=False)
@@ -172,6 +171,10 @@ class Guards:
             per_org.setdefault(organization_id, []).append(holder)
         for organization_id, holders in per_org.items():
             pipe.zrem(self.concurrency_key(organization_id), *holders)  # LeaseSemaphore.release
+        for job_id, holder in unlocks:
+            # compare and delete in one step: a lock that expired and was taken by another
+            # run meanwhile is left to its new holder
+            self._unlock(keys=[f"cronsvc:running:{job_id}"], args=[holder], client=pipe)
         pipe.execute()
 
     @staticmethod
@@ -181,6 +184,10 @@ class Guards:
     @cached_property
     def _acquire_many(self):
         return self.client.register_script(limit_scripts._ACQUIRE_MANY)
+
+    @cached_property
+    def _unlock(self):
+        return self.client.register_script(_UNLOCK)
 
     @cached_property
     def _take(self):
@@ -193,6 +200,15 @@ class Guards:
     @cached_property
     def _record_failure(self):
         return self.client.register_script(breaker_scripts._RECORD_FAILURE)
+
+
+# A job's overlap lock (``lock_job``) removed only by its holder.
+_UNLOCK = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0
+"""
 
 
 class LocalGuards:
@@ -245,9 +261,11 @@ class LocalGuards:
     def take_tokens(self, requests, now):
         return [self.take_token(job_id, per_minute, now, *burst) for job_id, per_minute, *burst in requests]
 
-    def settle_many(self, *, successes=(), failures=(), releases=(), now=0.0):
+    def settle_many(self, *, successes=(), failures=(), releases=(), unlocks=(), now=0.0):
         for organization_id, holder in releases:
             _LocalSemaphore(self, organization_id, 0).release(holder)
+        for job_id, holder in unlocks:
+            self.unlock_job(job_id, holder)
 
 
 class _LocalSemaphore:
