@@ -4,7 +4,7 @@ The first outcome hook (ExecutionsConfig.ready() registers it), so it runs insid
 transaction that stores the attempts and a bug in it never stops the recording
 (apps.executions.hooks.run_outcome_hooks): a redelivered message that stores no new
 attempt counts nothing, and a rolled back recording takes its count with it. On
-PostgreSQL a group of outcomes costs two set-based upserts (``runs = runs + n``, atomic
+PostgreSQL a group of outcomes costs one statement of two set-based upserts (``runs = runs + n``, atomic
 in the database, so concurrent workers never lose a count), sent like the recording's own
 statements (arrays, server-side binding); billing is then told each count before and after
 (``on_usage_metered``: one insert only in the rare group that crosses a quota warning
@@ -48,8 +48,7 @@ def meter_outcomes(outcomes):
         months[(outcome.organization_id, month_start(day))] += 1
         days[(outcome.organization_id, day, _succeeded(outcome))] += 1
     if on_postgresql():
-        totals = _pg_add_months(months)
-        _pg_add_days(_merge_days(days))
+        totals = _pg_add(months, _merge_days(days))
     else:
         totals = _orm_add_months(months)
         _orm_add_days(_merge_days(days))
@@ -78,16 +77,13 @@ def _key(item):
     return (str(org), day)
 
 
-def _pg_add_months(months):
-    """Upsert the monthly counters; return [(organization id, month, runs, quota)] after."""
+def _pg_add(months, days):
+    """Upsert the monthly and daily counters (one statement); return [(organization id,
+    month, runs, quota)] of the months after."""
     keys = sorted(months, key=lambda k: (str(k[0]), k[1]))
-    rows = queries.add_months((org, month, months[org, month]) for org, month in keys)
+    rows = queries.add_usage(((org, month, months[org, month]) for org, month in keys), days)
     by_text = {str(k[0]): k[0] for k in keys}
     return [(by_text.get(str(org), org), month, runs, quota) for org, month, runs, quota in rows]
-
-
-def _pg_add_days(rows):
-    queries.add_days(rows)
 
 
 # Embedded SQLite: one writer at a time, few runs; plain F() upserts are enough.

@@ -31,29 +31,29 @@ ADD_MONTHS = (
 
 #: Runs, successes and failures to add per (organization, day).
 DAYS = Unnest([("org", "uuid"), ("day", "date"), ("runs", "bigint"), ("ok", "bigint"), ("failed", "bigint")],
-              placeholder="%s")
+              alias="d", placeholder="%s")
 ADD_DAYS = (
     f"INSERT INTO {UsageDay._meta.db_table} AS u (organization_id, day, runs, succeeded, failed, updated_at) "
-    f"SELECT v.org, v.day, v.runs, v.ok, v.failed, now() FROM {DAYS.source} ORDER BY v.org, v.day "
+    f"SELECT d.org, d.day, d.runs, d.ok, d.failed, now() FROM {DAYS.source} ORDER BY d.org, d.day "
     "ON CONFLICT (organization_id, day) DO UPDATE SET runs = u.runs + excluded.runs, "
     "succeeded = u.succeeded + excluded.succeeded, failed = u.failed + excluded.failed, "
     "updated_at = excluded.updated_at"
 )
+#: Both counters in one statement (one round trip per group): the days' upsert, which the
+#: months' does not read, runs once the months' is done (PostgreSQL completes an unread
+#: data-modifying WITH after the main statement), so both keep the key order of two
+#: separate statements.
+ADD_USAGE = f"WITH days AS ({ADD_DAYS}) {ADD_MONTHS}"
 
 
-def add_months(rows):
-    """Add each row's runs (organization id, month, n), in key order, to its UsageMonth in
-    one statement; returns (organization id, month, runs, quota) of each row after."""
+def add_usage(months, days):
+    """Add each of ``months``' runs (organization id, month, n) to its UsageMonth and each of
+    ``days``' (organization id, day, runs, succeeded, failed) to its UsageDay, both in key
+    order, in one statement; returns (organization id, month, runs, quota) of each month
+    after."""
     with binding_cursor() as cursor:
-        cursor.execute(ADD_MONTHS, MONTHS.params(rows))
+        cursor.execute(ADD_USAGE, [*DAYS.params(days), *MONTHS.params(months)])
         return cursor.fetchall()
-
-
-def add_days(rows):
-    """Add each row's (organization id, day, runs, succeeded, failed), in key order, to its
-    UsageDay in one statement."""
-    with binding_cursor() as cursor:
-        cursor.execute(ADD_DAYS, DAYS.params(rows))
 
 
 # --- roll-ups (rollups.py) ---------------------------------------------------------------
