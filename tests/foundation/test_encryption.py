@@ -43,3 +43,19 @@ def test_a_removed_key_cannot_decrypt():
     old, new = Encryptor([new_key()]), Encryptor([new_key()])
     with pytest.raises(InvalidToken):
         new.decrypt(old.encrypt("x"))
+
+
+def test_a_token_decrypts_to_its_text_again_and_only_under_its_keys():
+    """Encryptor keeps the texts of the tokens it decrypted (DECRYPTED_KEPT): the same
+    text again, a tampered token still refused, and another key set does not read it."""
+    encryptor, other = Encryptor([new_key()]), Encryptor([new_key()])
+    token = encryptor.encrypt('{"secret": 1}')
+    assert encryptor.decrypt(token) == encryptor.decrypt(token) == '{"secret": 1}'
+    with pytest.raises(InvalidToken):
+        other.decrypt(token)
+    with pytest.raises(InvalidToken):
+        encryptor.decrypt(token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB"))
+    encryptor.DECRYPTED_KEPT = 2
+    tokens = [encryptor.encrypt(str(n)) for n in range(5)]
+    assert [encryptor.decrypt(t) for t in tokens] == ["0", "1", "2", "3", "4"]
+    assert len(encryptor._decrypted) <= 2
