@@ -8,6 +8,7 @@ from django_otp.models import Device, ThrottlingMixin, TimestampMixin
 from django_otp.plugins.otp_totp.models import TOTPDevice, default_key, key_validator
 
 from apps.plans.models import Plan
+from apps.sql.loading import QuickLoad
 from cronsvc.ids import uuid7
 
 from .encryption import EncryptedTextField
@@ -56,7 +57,7 @@ def project_model():
     return ApiKey._meta.get_field("projects").related_model
 
 
-class Organization(models.Model):
+class Organization(QuickLoad, models.Model):
     """A tenant: everything a customer owns hangs off one of these."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)

@@ -1,10 +1,12 @@
 from django.db import models
 
+from apps.sql.loading import QuickLoad
+
 # The plan a new organization starts on (billing's migration 0002 seeded the plans).
 DEFAULT_PLAN_CODE = "free"
 
 
-class Plan(models.Model):
+class Plan(QuickLoad, models.Model):
     """What a tenant may do, and which Celery queue its runs go to."""
 
     class OverQuota(models.TextChoices):

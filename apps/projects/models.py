@@ -3,6 +3,7 @@ from django.utils.timezone import now
 
 from apps.accounts.encryption import EncryptedJSONField
 from apps.accounts.tenancy import tenant_manager
+from apps.sql.loading import QuickLoad
 from cronsvc.delivery.signing import generate_secret
 from cronsvc.ids import uuid7
 
@@ -11,7 +12,7 @@ def initial_signing_secrets():
     return [generate_secret()]
 
 
-class Project(models.Model):
+class Project(QuickLoad, models.Model):
     """A group of jobs inside an organization, with its own default timezone."""
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)

@@ -113,3 +113,27 @@ def test_a_model_with_an_init_of_its_own_is_loaded_through_it(tenant, make_job, 
     if Job.__dict__.get("_quick_attnames_cache") is None:  # computed while patched: forget it
         delattr(Job, "_quick_attnames_cache")
     assert Job._quick_attnames() is not None  # Django's __init__ again: quick
+
+
+def test_a_loaded_organization_project_and_plan_are_what_django_builds(tenant):
+    """A worker builds the owners of every claimed batch's runs (apps.executions.queries.owners)."""
+    for instance in (tenant.organization, tenant.project, tenant.organization.plan):
+        values = row_of(instance)
+        same(type(instance).from_db("default", None, values), by_init(type(instance), values))
+    assert type(tenant.project).objects.get(pk=tenant.project.pk).signing_secrets == tenant.project.signing_secrets
+
+
+def test_a_row_with_deferred_columns_is_what_django_builds(tenant, make_job):
+    """A claim loads some columns of each run (queries.CLAIMED_COLUMNS): the instance is
+    Django's, the other columns deferred and loaded when read."""
+    from apps.executions import queries
+
+    job = make_job(tenant, name="partly")
+    execution = Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=job.created_at)
+    names = queries.CLAIMED_COLUMNS
+    values = list(Execution.objects.filter(pk=execution.pk).values_list(*names).get())
+    quick = Execution.from_db("default", names, values)
+    same(quick, by_init(Execution, [values[names.index(f.attname)] if f.attname in names else models.DEFERRED
+                                     for f in Execution._meta.concrete_fields]))
+    assert quick.get_deferred_fields() == {f.attname for f in Execution._meta.concrete_fields} - set(names)
+    assert quick.status == execution.status  # a deferred column, read from the database
