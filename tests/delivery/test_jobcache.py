@@ -73,3 +73,17 @@ def test_a_run_whose_job_vanished_before_the_cache_loaded_it_is_left_out(tenant,
     monkeypatch.setattr(cache, "current", lambda stamps: {k: v for k, v in load(stamps).items() if k != gone.id})
     claimed = batch.claim([queued(tenant, kept).id, queued(tenant, gone).id], timezone.now())
     assert [execution.job.url for execution in claimed] == ["https://example.com/kept"]
+
+
+def test_a_loaded_job_has_every_column_as_the_orm_reads_it(tenant, make_job):
+    """The cache loads whole rows by hand-written SQL: decrypted secrets, JSON and every
+    other column are those the ORM gives, and none is left to a query of its own."""
+    from apps.jobs.models import Job
+
+    job = make_job(tenant, url="https://example.com/whole", headers={"X-A": "1"},
+                   secret_headers={"X-Token": "s3cret"}, auth={"type": "basic", "username": "u", "password": "p"})
+    claimed = _claimed_job(tenant, job)
+    expected = Job.objects.get(id=job.id)
+    for field in Job._meta.concrete_fields:
+        assert getattr(claimed, field.attname) == getattr(expected, field.attname), field.name
+    assert claimed.get_deferred_fields() == set()

@@ -17,8 +17,11 @@ column with ``QuerySet.update()`` must bump ``version`` too.
 
 import threading
 from collections import OrderedDict
+from functools import cache
 
 from apps.jobs.models import Job
+from apps.sql.modes import on_postgresql
+from apps.sql.rows import fetch_all, select_list
 
 # Jobs kept per process; a million-job tenant set simply loads more often.
 DEFAULT_SIZE = 10_000
@@ -44,7 +47,7 @@ class JobCache:
                 else:
                     missing.append(job_id)
         if missing:
-            loaded = Job.objects.only(*self.fields).in_bulk(missing)
+            loaded = _load(missing, self.fields)
             found.update(loaded)
             self._keep(loaded.values())
         return found
@@ -60,3 +63,20 @@ class JobCache:
     def clear(self):
         with self._lock:
             self._jobs.clear()
+
+
+def _load(job_ids, fields):
+    """{job id: Job} of those of ``job_ids`` that exist. On PostgreSQL every column, by one
+    prepared statement of one array parameter: a whole row is built in one step
+    (apps.sql.loading.QuickLoad), where the ORM's ``only(*fields)`` built a deferred
+    instance field by field and compiled a query of a literal per id, costing the worker
+    (and PostgreSQL, planning it) more per job loaded (bench/README.md, "Figures behind the
+    code"). Elsewhere (the embedded mode's SQLite) the ORM reads ``fields``."""
+    if not on_postgresql():
+        return Job.objects.only(*fields).in_bulk(job_ids)
+    return {job.id: job for (job,) in fetch_all(_jobs_sql(), [list(job_ids)], Job)}
+
+
+@cache
+def _jobs_sql():
+    return f'SELECT {select_list(Job, "j")} FROM "{Job._meta.db_table}" j WHERE j.id = ANY(%s)'
