@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+from django.db import connection
 
 from apps.executions.models import Execution
 from apps.executions.scheduling import sweeper
@@ -49,7 +50,13 @@ def test_a_delivery_loop_busy_past_the_lease_loses_no_lease(short_heartbeat, ten
 
     delivery_loop().loop.call_soon_threadsafe(hold_the_loop)
     assert blocked.wait(5)
-    worker = threading.Thread(target=run_batch, args=([e.id for e in executions],))
+    def work():
+        try:
+            run_batch([e.id for e in executions])
+        finally:
+            connection.close()  # this thread's own
+
+    worker = threading.Thread(target=work)
     worker.start()
     try:
         time.sleep(2.5 * LEASE)  # every claimed lease would have run out twice over by now
