@@ -17,6 +17,11 @@ def broker():
 
 
 REDIS_INDEX = 8  # the deploy tests' own Redis database: their workers consume the real plan queues
+# Every test that takes fresh_database carries this mark: the fixture empties REDIS_INDEX
+# and the deploy tests start workers on the real plan queues there, so two at once on two
+# xdist workers would take (or wipe) each other's messages. loadgroup runs a group's tests
+# on one worker, one after another.
+SHARED_REDIS_GROUP = pytest.mark.xdist_group("deploy-redis")
 
 
 @pytest.fixture

@@ -27,8 +27,10 @@ from tests.support.deploy import ROOT, trigger_and_wait
 from tests.support.edit_env import edit_env_file
 from tests.support.processes import free_port, wait_for
 
-# One xdist worker builds the image once for all of them.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("container-image")]
+from .conftest import SHARED_REDIS_GROUP
+
+# One xdist worker builds the image once for all of them (and they take fresh_database).
+pytestmark = [pytest.mark.slow, SHARED_REDIS_GROUP]
 
 BASE_IMAGE = "localhost/cronsvc-base:bookworm"
 IMAGE = "localhost/cronsvc:test"

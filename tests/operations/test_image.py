@@ -22,6 +22,8 @@ from tests.support.deploy import ROOT
 from tests.support.edit_env import edit_env_file
 from tests.support.processes import Process, free_port, wait_for
 
+from .conftest import SHARED_REDIS_GROUP
+
 pytestmark = pytest.mark.slow
 
 ENTRYPOINT = ROOT / "deploy/entrypoint.sh"
@@ -144,6 +146,7 @@ def run_container(tmp_path, service_or_args, env, name):
     return Process([str(ENTRYPOINT), *args], env, tmp_path / f"{name}.log")
 
 
+@SHARED_REDIS_GROUP
 def test_the_entrypoint_runs_the_release_then_every_process_type(tmp_path, fresh_database):
     port = free_port()
     env = container_environment(fresh_database, tmp_path, PORT=port, WEB_CONCURRENCY=1, WORKER_CONCURRENCY=2,

@@ -17,7 +17,9 @@ from tests.support.deploy import ROOT, deploy_steps, fresh_checkout, trigger_and
 from tests.support.processes import free_port, wait_for
 from tests.support.terminal import Terminal, clean_environment
 
-pytestmark = pytest.mark.slow
+from .conftest import SHARED_REDIS_GROUP
+
+pytestmark = [pytest.mark.slow, SHARED_REDIS_GROUP]
 
 OPERATOR_EMAIL = "operator@example.com"
 
