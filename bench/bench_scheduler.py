@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchenv import log, prepare  # noqa: E402 - bench/ is on sys.path: run as a script
+import proccpu  # noqa: E402 - the same
 UTC = timezone.utc
 
 # --- the workload ------------------------------------------------------------------------
@@ -446,20 +447,7 @@ class CpuMeter:
 
     @staticmethod
     def _processes():
-        found = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    stat = handle.read()
-                with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                    cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            fields = stat[stat.rindex(b")") + 2:].split()
-            found[int(entry)] = (cmdline, int(fields[11]) + int(fields[12]), int(fields[1]))
-        return found
+        return proccpu.processes()
 
     def _descends_from_ours(self, pid, parents):
         seen = set()

@@ -26,25 +26,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from proccpu import TICK  # bench/ is not a package: found by the path above
+import proccpu  # bench/ is not a package: found by the path above
+from proccpu import TICK
 
 
 def processes():
     """{pid: (command line, CPU seconds)} of every process."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                command = handle.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # ended meanwhile
-            continue
-        fields = stat[stat.rindex(b")") + 2:].split()
-        found[int(entry)] = (command, (int(fields[11]) + int(fields[12])) / TICK)
-    return found
+    return {pid: (command, ticks / TICK) for pid, (command, ticks, _) in proccpu.processes().items()}
 
 
 def classify(command, args):

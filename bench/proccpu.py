@@ -16,6 +16,25 @@ def _stat_fields(path):
     return name, text[text.rindex(")") + 2:].split()
 
 
+def processes():
+    """{pid: (command line, user + system CPU in clock ticks, parent pid)} of every process
+    (kernel threads have an empty command line; one that ends meanwhile is left out)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                command = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # ended meanwhile
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()  # the name may hold spaces and parentheses
+        found[int(entry)] = (command, int(fields[11]) + int(fields[12]), int(fields[1]))
+    return found
+
+
 def cpu_seconds(pid):
     """(name, user + system CPU seconds) of a process, all threads included."""
     name, fields = _stat_fields(f"/proc/{pid}/stat")
