@@ -20,51 +20,60 @@ from tests.delivery.test_fencing import queued
 
 pytestmark = [pytest.mark.usefixtures("allow_loopback"), pytest.mark.django_db(transaction=True)]
 
-LEASE = 1.0
+LEASE = 2.0  # the heartbeat renews every third of it: a margin for a loaded CI machine
 
 
-def _spin(seconds):
+def _spin_until(released, longest):
     # Python bytecode the whole time (not a sleep, which would give the interpreter away)
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    end = time.monotonic() + longest
+    while not released.is_set() and time.monotonic() < end:
         sum(range(200))
 
 
 @pytest.fixture
 def short_heartbeat(settings, monkeypatch):
     settings.LEASE_SECONDS = LEASE
-    settings.DELIVERY_HANDOFF_SECONDS = 30
+    settings.DELIVERY_HANDOFF_SECONDS = 60
     monkeypatch.setattr(leases, "_heartbeat", {"pid": None, "heartbeat": None})
     yield
     leases.heartbeat().release(list(leases.heartbeat().held))
 
 
+def _running(executions):
+    return Execution.objects.filter(id__in=[e.id for e in executions], status="running").count()
+
+
 def test_a_delivery_loop_busy_past_the_lease_loses_no_lease(short_heartbeat, tenant, make_job, target):
     job = make_job(tenant, url=target.url("/ok"))
     executions = [queued(tenant, job) for _ in range(5)]
-    blocked = threading.Event()
+    holding, released = threading.Event(), threading.Event()
 
     def hold_the_loop():
-        blocked.set()
-        _spin(4 * LEASE)
+        holding.set()
+        _spin_until(released, longest=60)
 
-    delivery_loop().loop.call_soon_threadsafe(hold_the_loop)
-    assert blocked.wait(5)
     def work():
         try:
             run_batch([e.id for e in executions])
         finally:
             connection.close()  # this thread's own
 
+    delivery_loop().loop.call_soon_threadsafe(hold_the_loop)
+    assert holding.wait(10)
     worker = threading.Thread(target=work)
     worker.start()
     try:
+        deadline = time.monotonic() + 30
+        while _running(executions) < len(executions) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        claimed = _running(executions)
         time.sleep(2.5 * LEASE)  # every claimed lease would have run out twice over by now
-        running = Execution.objects.filter(id__in=[e.id for e in executions], status="running").count()
+        still_running = _running(executions)  # the loop is still held: nothing was sent
         taken_back = sweeper.recover_expired_leases()
     finally:
-        worker.join(30)
-    assert running == len(executions)  # the runs were claimed and are still waiting for the loop
+        released.set()
+        worker.join(60)
+    assert claimed == still_running == len(executions)
     assert taken_back == []
     for execution in executions:
         execution.refresh_from_db()
