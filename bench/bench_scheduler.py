@@ -439,7 +439,7 @@ class CpuMeter:
     pool children, the peers), PostgreSQL's background processes and the backends of the
     bench database, Redis. Everything else is foreign."""
 
-    TICK = os.sysconf("SC_CLK_TCK")
+    TICK = proccpu.TICK
 
     def __init__(self, db_name):
         self.db_name = db_name

@@ -27,12 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import proccpu  # bench/ is not a package: found by the path above
-from proccpu import TICK
 
 
 def processes():
     """{pid: (command line, CPU seconds)} of every process."""
-    return {pid: (command, ticks / TICK) for pid, (command, ticks, _) in proccpu.processes().items()}
+    return {pid: (command, ticks / proccpu.TICK) for pid, (command, ticks, _) in proccpu.processes().items()}
 
 
 def classify(command, args):

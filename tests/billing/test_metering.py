@@ -122,3 +122,49 @@ def test_an_attempt_stored_after_its_lease_was_lost_counts_by_its_own_result(ten
     meter_outcomes([RunOutcome(**stray), RunOutcome(**stray, error_kind="timeout")])
     day = UsageDay.objects.get(organization=tenant.organization, day=date(2030, 5, 2))
     assert (day.runs, day.succeeded, day.failed) == (2, 1, 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_recordings_lose_no_count_and_never_deadlock(make_tenant):
+    """Workers record groups at the same time, each group's metering in its own recording
+    transaction and in one statement (both counters): the rows of the same organizations'
+    months and days are locked in one order by every group, so none waits on another in a
+    cycle (a deadlock would roll a whole recording back) and every count lands."""
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    tenants = [make_tenant() for _ in range(3)]
+    moments = [utc(2031, 3, 30, 12, 0), utc(2031, 3, 31, 23, 59), utc(2031, 4, 1, 0, 0)]
+    workers, rounds = 4, 25
+    start, errors = threading.Barrier(workers), []
+
+    def record(seat):
+        # each worker meets the keys in another order; a held transaction makes them overlap
+        group = [outcome(t, m, status="succeeded" if (seat + i) % 2 else "failed")
+                 for i, (t, m) in enumerate(itertools.product(tenants[seat % 3:] + tenants[:seat % 3], moments))]
+        try:
+            start.wait(10)
+            for _ in range(rounds):
+                with transaction.atomic():
+                    meter_outcomes(group if seat % 2 else group[::-1])
+                    time.sleep(0.002)
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+        finally:
+            connection.close()  # this thread's own
+
+    threads = [threading.Thread(target=record, args=(seat,)) for seat in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    for tenant in tenants:
+        assert usage(tenant, date(2031, 3, 1)) == workers * rounds * 2
+        assert usage(tenant, date(2031, 4, 1)) == workers * rounds
+        days = UsageDay.objects.filter(organization=tenant.organization).order_by("day")
+        assert [(d.day.day, d.runs, d.succeeded + d.failed) for d in days] == [
+            (30, workers * rounds, workers * rounds), (31, workers * rounds, workers * rounds),
+            (1, workers * rounds, workers * rounds)]

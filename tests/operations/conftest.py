@@ -17,17 +17,21 @@ def broker():
 
 
 REDIS_INDEX = 8  # the deploy tests' own Redis database: their workers consume the real plan queues
-# Every test that takes fresh_database carries this mark: the fixture empties REDIS_INDEX
-# and the deploy tests start workers on the real plan queues there, so two at once on two
-# xdist workers would take (or wipe) each other's messages. loadgroup runs a group's tests
-# on one worker, one after another.
+# Every test that takes fresh_database must carry this mark (the fixture refuses one that
+# does not): it empties REDIS_INDEX and the deploy tests start workers on the real plan
+# queues there, so two at once on two xdist workers would take (or wipe) each other's
+# messages. loadgroup runs a group's tests on one worker, one after another.
 SHARED_REDIS_GROUP = pytest.mark.xdist_group("deploy-redis")
 
 
 @pytest.fixture
-def fresh_database():
+def fresh_database(request):
     """An empty PostgreSQL database and an emptied Redis database, as a new install has:
     {"DATABASE_URL": ..., "REDIS_URL": ...}. Dropped afterwards."""
+    group = request.node.get_closest_marker("xdist_group")
+    if group is None or group.args != SHARED_REDIS_GROUP.mark.args:
+        pytest.fail(f"{request.node.nodeid} takes fresh_database: mark it with SHARED_REDIS_GROUP "
+                    "(tests/operations/conftest.py), or it may run beside another test on the same Redis database")
     server = urlsplit(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/cronsvc"))
     user, host, port = server.username or "postgres", server.hostname, server.port or 5432
     admin = f"postgresql://{user}@{host}:{port}/postgres"
