@@ -118,6 +118,12 @@ class AddressPolicy:
         object.__setattr__(self, "allowed_networks", networks)
         if self.allowed_ports is not None:
             object.__setattr__(self, "allowed_ports", frozenset(self.allowed_ports))
+        # Hashed once: the policy is a key of the verdict caches, looked up on every delivery
+        # (the dataclass's own hash walks every network, in Python, each time).
+        object.__setattr__(self, "_hash", hash((self.allow_private, self.allowed_networks, self.allowed_ports)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def port_allowed(self, port: int) -> bool:
         if self.allowed_ports is not None:
@@ -241,7 +247,10 @@ def check_url(url: str, policy: AddressPolicy) -> Target:
     """Refuse what can be refused from the URL alone: scheme, credentials, port, IP literals.
 
     Every hop of every delivery passes here, and a job sends to the same URL run after
-    run: the verdict of a (URL, policy) pair, which depends on nothing else, is kept."""
+    run: the verdict of a (URL, policy) pair, which depends on nothing else, is kept. Past
+    the checks of the whole string (``_split``), the verdict depends only on the URL's
+    scheme and netloc, and is kept per (scheme, netloc, policy) too: a burst of 100,000
+    jobs has as many URLs, more than the first cache holds, but far fewer hosts."""
     target, refusal = _url_verdict(url, policy)
     if refusal is not None:
         kind, reason = refusal
@@ -249,16 +258,28 @@ def check_url(url: str, policy: AddressPolicy) -> Target:
     return target
 
 
+Verdict = tuple[Target | None, tuple[type[ForbiddenTarget], str] | None]
+
+
 @lru_cache(maxsize=8192)
-def _url_verdict(url: str, policy: AddressPolicy) -> tuple[Target | None, tuple[type[ForbiddenTarget], str] | None]:
+def _url_verdict(url: str, policy: AddressPolicy) -> Verdict:
     try:
-        return _check_url(url, policy), None
+        parts = _split(url)
+    except ForbiddenTarget as exc:
+        return None, (type(exc), exc.reason)
+    return _origin_verdict(parts.scheme, parts.netloc, policy)
+
+
+@lru_cache(maxsize=8192)
+def _origin_verdict(scheme: str, netloc: str, policy: AddressPolicy) -> Verdict:
+    try:
+        # urlsplit's hostname and port come from the netloc alone (and the scheme's default)
+        return _check_parts(SplitResult(scheme, netloc, "", "", ""), policy), None
     except ForbiddenTarget as exc:
         return None, (type(exc), exc.reason)
 
 
-def _check_url(url: str, policy: AddressPolicy) -> Target:
-    parts = _split(url)
+def _check_parts(parts: SplitResult, policy: AddressPolicy) -> Target:
     scheme = parts.scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
         raise ForbiddenTarget(f"scheme {scheme or '(none)'!r} is not allowed; use http or https")

@@ -341,3 +341,37 @@ def test_an_unusual_spelling_of_an_address_is_refused_even_where_the_address_is_
             check_url(f"http://{host}:8080/", DEFAULT)
         assert not isinstance(refused.value, InvalidHost)
     assert check_url(f"http://{address}:8080/", LOOPBACK).literal_ip == ipaddress.ip_address(address)
+
+
+@pytest.mark.parametrize("allowed, refused", [
+    # the origin's verdict is kept (per scheme and netloc): a URL of an allowed origin whose
+    # own string is bad is still refused, and a refused origin stays refused for every path
+    ("https://hooks.example.com/a", "https://hooks.example.com/a b"),
+    ("https://hooks.example.com/a", "https://hooks.example.com/a\\..\\b"),
+    ("https://hooks.example.com/a", "https://hooks.example.com/" + "x" * guard.MAX_URL_LENGTH),
+    ("https://hooks.example.com/a", "https://hooks.example.com/a\x00"),
+    ("http://8.8.8.8:8080/ok", "http://8.8.8.8:8080/ok\t"),
+])
+def test_a_kept_origin_verdict_never_lets_a_bad_url_through(allowed, refused):
+    assert check_url(allowed, DEFAULT)
+    with pytest.raises(ForbiddenTarget):
+        check_url(refused, DEFAULT)
+
+
+def test_a_refused_origin_is_refused_on_every_path_and_under_its_own_policy_only():
+    for path in ("/", "/a", "/b?c=d", "/#x"):
+        with pytest.raises(ForbiddenTarget, match="loopback"):
+            check_url(f"http://127.0.0.1:8080{path}", DEFAULT)
+        assert check_url(f"http://127.0.0.1:8080{path}", LOOPBACK).host == "127.0.0.1"
+    # the same netloc under another scheme is judged again (its default port differs)
+    assert check_url("http://hooks.example.com/x", DEFAULT).port == 80
+    assert check_url("https://hooks.example.com/x", DEFAULT).port == 443
+    with pytest.raises(ForbiddenTarget, match="scheme"):
+        check_url("ftp://hooks.example.com/x", DEFAULT)
+
+
+def test_a_policy_is_hashed_once_and_equal_policies_hash_alike():
+    one = AddressPolicy(allowed_networks=("10.1.0.0/16",), allowed_ports={80, 8080})
+    other = AddressPolicy(allowed_networks=(ipaddress.ip_network("10.1.0.0/16"),), allowed_ports=frozenset({8080, 80}))
+    assert one == other and hash(one) == hash(other)
+    assert hash(one) != hash(AddressPolicy(allowed_networks=("10.2.0.0/16",), allowed_ports={80, 8080}))
