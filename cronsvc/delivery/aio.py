@@ -47,7 +47,7 @@ from .breaker import host_key
 from .cancellation import Cancellation
 from .deadlines import TickDeadlines
 from .guard import AddressPolicy, ForbiddenTarget, _parse_ip, _refuse_address, check_url, is_forbidden_address
-from .outcome import CANCELLED, DeliveryResult
+from .outcome import CANCELLED, DeliveryResult, storable_text
 from .request import REDIRECT_STATUSES, PreparedDelivery, redirected, with_default_headers
 
 DEFAULT_MAX_BODY_BYTES = 16384
@@ -503,7 +503,7 @@ def _result_of(response, url, scope, now_fn, data, failure, limit) -> DeliveryRe
 def _merged(headers) -> dict[str, str]:
     merged: dict[str, str] = {}
     for name, value in headers.items():
-        key = name.lower()
+        key, value = storable_text(name.lower()), storable_text(value)
         merged[key] = f"{merged[key]}, {value}" if key in merged else value
     return merged
 
@@ -553,9 +553,10 @@ def _decode(body: bytes, content_type: str) -> str:
         if key.lower() == "charset" and value:
             charset = value.strip('"')
     try:
-        return body.decode(charset, errors="replace")
+        text = body.decode(charset, errors="replace")
     except LookupError:
-        return body.decode("utf-8", errors="replace")
+        text = body.decode("utf-8", errors="replace")
+    return storable_text(text)
 
 
 def deliver(

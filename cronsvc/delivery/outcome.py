@@ -3,6 +3,7 @@ criteria and the classification of a result."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -27,6 +28,28 @@ CIRCUIT_OPEN = "circuit_open"
 #: not made, the circuit was open. Every other attempt sent its request (a timeout waiting
 #: for the response, a 5xx, a cut connection after the request went out).
 NOT_SENT = frozenset({"forbidden_target", "invalid_request", "dns_error", "connect_error", "tls_error", CIRCUIT_OPEN})
+
+
+def storable_text(text: str) -> str:
+    """``text`` as a database keeps it and any JSON writer writes it: a NUL (which
+    PostgreSQL's text and jsonb refuse) becomes U+FFFD; a byte the HTTP parser could not
+    decode as UTF-8 (which it hands over as a lone surrogate, ``surrogateescape``) becomes
+    the Latin-1 character it is, HTTP's historical charset for header values (RFC 9110,
+    5.5), so a legacy endpoint's ``filename=caf\xe9.txt`` reads as written; any other lone
+    surrogate becomes U+FFFD. Every result an endpoint or a script sends back passes here
+    before it is kept or shown: an answer must never be able to fail its own recording."""
+    if text.isascii():
+        return text.replace("\x00", "\ufffd") if "\x00" in text else text
+    text = _SURROGATE.sub(_as_latin1, text.replace("\x00", "\ufffd"))
+    return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _as_latin1(match: re.Match) -> str:
+    code = ord(match.group())
+    return chr(code - 0xDC00) if 0xDC80 <= code <= 0xDCFF else "\ufffd"
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,21 @@ def test_credential_response_headers_are_masked_in_the_database_and_exports(tena
     assert "s3cr3t-cookie" not in gzip.decompress(compressed_export(tenant.organization)).decode()
 
 
+def test_an_answer_with_bytes_postgresql_cannot_store_as_text_is_recorded_not_poisonous(tenant, make_job, target):
+    """A NUL in the body or a header byte that is not UTF-8 (a legacy endpoint's Latin-1
+    file name) is no poison: PostgreSQL's text and jsonb refuse both as they arrive (NUL;
+    the lone surrogate that stands for an undecodable byte), which failed the recording,
+    left the run ``running`` and had it sent again after every lease."""
+    execution = run(queued(tenant, make_job(tenant, url=target.url("/odd-bytes"))))
+    assert execution.status == "succeeded" and execution.attempt == 1
+    assert execution.response_body == "bin\ufffdary\ufffd end"
+    (attempt,) = execution.attempts.all()
+    for headers in (execution.response_headers, attempt.response_headers):
+        assert headers["content-disposition"] == "attachment; filename=caf\u00e9.txt" and headers["x-ok"] == "plain"
+    assert attempt.response_body == execution.response_body
+    assert len(target.requests_to("/odd-bytes")) == 1
+
+
 def test_signature_verifies_with_the_standard_webhooks_library(tenant, make_job, target):
     job = make_job(tenant, url=target.url("/signed"), method="POST", body='{"payload": 1}')
     execution = run(queued(tenant, job))

@@ -15,6 +15,7 @@ from cronsvc.delivery.outcome import (
     SuccessCriteria,
     circuit_open,
     classify,
+    storable_text,
     parse_status_codes,
     validate_criteria,
 )
@@ -149,3 +150,26 @@ SAMPLE_PATTERNS = [
 @given(st.sampled_from(SAMPLE_PATTERNS), st.text(alphabet="abcAB_1 \n\tü٣", max_size=12))
 def test_matches_like_re_search(pattern, text):
     assert compile_pattern(pattern).search(text) == bool(re.search(pattern, text))
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("plain", "plain"),
+    ("a\x00b", "a\ufffdb"),                           # PostgreSQL refuses NUL in text and jsonb
+    ("caf\udce9.txt", "caf\u00e9.txt"),               # an undecodable byte (surrogateescape): Latin-1
+    ("d\u00e9j\u00e0 \udcff\x00", "d\u00e9j\u00e0 \u00ff\ufffd"),  # valid UTF-8 kept beside it
+    ("lone \ud800 high", "lone \ufffd high"),         # a surrogate that stands for no byte
+    ("\u65e5\u672c", "\u65e5\u672c"),
+])
+def test_storable_text_is_what_postgresql_and_json_writers_accept(text, kept):
+    assert storable_text(text) == kept
+    storable_text(text).encode("utf-8")  # no lone surrogate left
+    assert "\x00" not in storable_text(text)
+
+
+@given(st.text())
+def test_storable_text_leaves_no_nul_or_lone_surrogate_and_keeps_clean_text(text):
+    kept = storable_text(text)
+    kept.encode("utf-8")
+    assert "\x00" not in kept
+    if "\x00" not in text and not any("\ud800" <= c <= "\udfff" for c in text):
+        assert kept == text

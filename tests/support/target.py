@@ -114,6 +114,11 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, {}, b"finally"
         if path.startswith("/set-cookie"):
             return 200, {"Set-Cookie": "session=s3cr3t-cookie; HttpOnly", "X-Request-Id": "r-1"}, b"ok"
+        if path.startswith("/odd-bytes"):
+            # what a legacy or binary endpoint sends: a header byte that is not UTF-8 (the
+            # handler writes headers in Latin-1) and a body with NUL and invalid UTF-8 bytes
+            return 200, {"Content-Disposition": "attachment; filename=caf\u00e9.txt", "X-Ok": "plain"}, \
+                b"bin\x00ary\xff end"
         if path.startswith("/big"):
             return 200, {"Content-Type": "text/plain"}, b"x" * int(query.get("bytes", "100000"))
         return 200, {"Content-Type": "application/json"}, json.dumps({"ok": True, "path": path}).encode()

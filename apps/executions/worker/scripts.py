@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 
-from cronsvc.delivery.outcome import DeliveryResult, Outcome
+from cronsvc.delivery.outcome import DeliveryResult, Outcome, storable_text
 from cronsvc.sandbox import (EgressRules, Language, Limits, Network, Reason, SandboxFailed, SandboxUnavailable, Script,
                              ScriptRejected, run_script, sandbox_available)
 
@@ -77,7 +77,7 @@ def execute(job, plan):
     if kind and result.exit_code not in (None, 0):
         message += f" (exit {result.exit_code})"
     headers = {"exit-code": "" if result.exit_code is None else str(result.exit_code),
-               "stderr": result.stderr.decode(errors="replace"),
+               "stderr": storable_text(result.stderr.decode(errors="replace")),
                "stdout-truncated": str(result.stdout_truncated).lower(),
                "stderr-truncated": str(result.stderr_truncated).lower(),
                "cpu-seconds": f"{result.cpu_seconds:.3f}"}
@@ -85,7 +85,7 @@ def execute(job, plan):
         headers["signal"] = str(result.signal)
     if result.reason is not None:
         headers["reason"] = result.reason.value
-    return ScriptResult(status_code=None, headers=headers, body_excerpt=result.stdout.decode(errors="replace"),
+    return ScriptResult(status_code=None, headers=headers, body_excerpt=storable_text(result.stdout.decode(errors="replace")),
                         body_truncated=result.stdout_truncated, duration_ms=result.duration * 1000,
                         remote_addr=None, error_kind=kind, error_message=message)
 
