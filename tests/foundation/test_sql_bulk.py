@@ -2,12 +2,15 @@
 unnest statement come from one column list, and run on PostgreSQL as written; the arrays it
 builds in binary itself read back as the values psycopg would have sent."""
 
+import json
+import math
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import DataError, connection, transaction
+from psycopg.types.json import Jsonb
 
 from apps.sql.bulk import Unnest, binding_cursor
 
@@ -53,6 +56,9 @@ def rows_of_every_kind():
         (uuid.uuid4(), NOW, datetime(1970, 1, 1, tzinfo=UTC), "", "", -(2**31), -(2**15), -(2**63), None, -0.25),
         (uuid.uuid4(), NOW - timedelta(days=40_000), datetime(9999, 12, 31, tzinfo=UTC), "queued", "x" * 3000,
          2**31 - 1, 2**15 - 1, 2**63 - 1, date(1999, 12, 31), 0.0),
+        (uuid.uuid4(), NOW, NOW, "queued", "", 0, 0, 0, None, -0.0),
+        (uuid.uuid4(), NOW, NOW, "queued", "", 0, 0, 0, None, float("inf")),
+        (uuid.uuid4(), NOW, NOW, "queued", "", 0, 0, 0, None, 1e-300),
     ]
 
 
@@ -68,9 +74,11 @@ def test_arrays_built_in_binary_read_back_as_their_values():
         pytest.skip("unnest with binary arrays is PostgreSQL's")
     rows = rows_of_every_kind()
     params = KINDS.params(rows)
-    # built here: every kind but date and float8, which psycopg dumps as before
-    assert [isinstance(column, bytes) for column in params] == [True] * 8 + [False, False]
-    assert read_back(KINDS, params) == rows
+    # built here: every kind but date, which psycopg dumps as before
+    assert [isinstance(column, bytes) for column in params] == [True] * 8 + [False, True]
+    read = read_back(KINDS, params)
+    assert read == rows
+    assert [math.copysign(1, row[-1]) for row in read if row[-1] == 0] == [1, -1]  # -0.0 == 0.0: its sign kept
     assert read_back(KINDS, KINDS.params([])) == []
 
 
@@ -87,3 +95,37 @@ def test_a_column_this_cannot_build_goes_to_psycopg_as_a_list():
     naive_as_read = read_back(Unnest([("t", "timestamptz")], placeholder="%s"), [[naive]])
     assert read_back(odd, odd.params([(naive, str(uuid.UUID(int=5)), 1)])) == [
         (naive_as_read[0][0], uuid.UUID(int=5), 1)]
+
+
+JSON_AND_BOOLS = Unnest([("j", "jsonb"), ("b", "bool"), ("k", "boolean")])
+
+
+@pytest.mark.django_db
+def test_jsonb_and_bool_arrays_built_in_binary_read_back_as_their_values():
+    if connection.vendor != "postgresql":
+        pytest.skip("unnest with binary arrays is PostgreSQL's")
+    values = [{"content-type": "text/plain", "x": "ünïcode ✓ caf\u00e9"}, [1, 2.5, None, True], {}, "text", 2**62,
+              {"nested": {"a": [{"b": None}]}}]
+    rows = [(Jsonb(value), flag, not flag) for value, flag in zip(values, [True, False] * 3)]
+    rows.append((None, None, None))
+    params = JSON_AND_BOOLS.params(rows)
+    assert all(isinstance(column, bytes) for column in params)
+    read = [(None if text is None else json.loads(text), b, k) for text, b, k in read_back(JSON_AND_BOOLS, params)]
+    assert read == [(value, flag, other) for value, (_, flag, other) in zip([*values, None], rows)]
+
+
+@pytest.mark.django_db
+def test_what_orjson_refuses_goes_to_psycopg_and_reads_back_as_before():
+    if connection.vendor != "postgresql":
+        pytest.skip("unnest with binary arrays is PostgreSQL's")
+    column = Unnest([("j", "jsonb")])
+    for value in ({"big": 2**70}, {1: "an int key"}):
+        params = column.params([(Jsonb(value),)])
+        assert isinstance(params[0], list)  # psycopg's json.dumps decides, as before
+        ((text,),) = read_back(column, params)
+        assert json.loads(text) == ({"big": 2**70} if "big" in value else {"1": "an int key"})
+    with pytest.raises(DataError), transaction.atomic():  # as before: PostgreSQL refuses a lone surrogate
+        read_back(column, column.params([(Jsonb({"h": "caf\udce9"}),)]))
+    # an int or a non-bool in a float8 or bool column: psycopg's, too
+    mixed = Unnest([("f", "float8"), ("b", "bool")])
+    assert all(isinstance(c, list) for c in mixed.params([(1, 1)]))
