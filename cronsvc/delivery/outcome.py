@@ -33,15 +33,14 @@ NOT_SENT = frozenset({"forbidden_target", "invalid_request", "dns_error", "conne
 def storable_text(text: str) -> str:
     """``text`` as a database keeps it and any JSON writer writes it: a NUL (which
     PostgreSQL's text and jsonb refuse) becomes U+FFFD; a byte the HTTP parser could not
-    decode as UTF-8 (which it hands over as a lone surrogate, ``surrogateescape``) becomes
-    the Latin-1 character it is, HTTP's historical charset for header values (RFC 9110,
-    5.5), so a legacy endpoint's ``filename=caf\xe9.txt`` reads as written; any other lone
-    surrogate becomes U+FFFD. Every result an endpoint or a script sends back passes here
-    before it is kept or shown: an answer must never be able to fail its own recording."""
-    if text.isascii():
-        return text.replace("\x00", "\ufffd") if "\x00" in text else text
-    text = _SURROGATE.sub(_as_latin1, text.replace("\x00", "\ufffd"))
-    return text
+    decode as UTF-8 (it hands such a byte over as a lone surrogate, ``surrogateescape``)
+    becomes the Latin-1 character it is, HTTP's historical charset for header values (RFC
+    9110, 5.5), so a legacy endpoint's file name "café.txt" sent in Latin-1 reads as written;
+    any other lone surrogate becomes U+FFFD. Every result an endpoint or a script sends back
+    passes here before it is kept or shown: an answer must never fail its own recording."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    return text if text.isascii() else _SURROGATE.sub(_as_latin1, text)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
