@@ -134,6 +134,29 @@ def test_escapes_fail_through_the_job_path(make_tenant, make_job, language, sour
     assert "manage.py" not in result.body_excerpt
 
 
+@pytest.mark.django_db
+def test_a_script_writing_nul_and_bytes_that_are_not_text_is_recorded(make_tenant, make_job):
+    """Its stdout and stderr are kept as PostgreSQL can keep them (cronsvc.delivery.outcome.
+    storable_text): a NUL failed the run's recording, and the run was sent again after every
+    lease (tests/delivery/test_runs.py has the HTTP answer's case)."""
+    from django.utils import timezone
+
+    from apps.executions.worker.batch import run_batch
+
+    tenant = make_tenant(plan="free")
+    job = make_job(tenant, url="", kind="script", script_language="shell",
+                   script_source="printf 'a\\000b\\377 end'; printf 'e\\000r' >&2\n")
+    result = scripts.execute(job, tenant.organization.plan)
+    assert result.error_kind is None, (result.error_message, result.headers)
+    assert result.body_excerpt == "a\ufffdb\ufffd end" and result.headers["stderr"] == "e\ufffdr"
+    execution = Execution.objects.create(job=job, organization=tenant.organization, scheduled_for=timezone.now(),
+                                         queue="q")
+    run_batch([execution.id])
+    execution.refresh_from_db()
+    assert execution.status == "succeeded" and execution.response_body == "a\ufffdb\ufffd end"
+    assert execution.response_headers["stderr"] == "e\ufffdr"
+
+
 # What a script fetches through HTTP_PROXY: status, X-Egress-Error and body, or the error.
 FETCH = """
 import json, urllib.error, urllib.request
