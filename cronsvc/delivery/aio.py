@@ -47,7 +47,7 @@ from .breaker import host_key
 from .cancellation import Cancellation
 from .deadlines import TickDeadlines
 from .guard import AddressPolicy, ForbiddenTarget, _parse_ip, _refuse_address, check_url, is_forbidden_address
-from .outcome import CANCELLED, DeliveryResult, storable_text
+from .outcome import CANCELLED, INVALID_RESPONSE, DeliveryResult, storable_text
 from .request import REDIRECT_STATUSES, PreparedDelivery, redirected, with_default_headers
 
 DEFAULT_MAX_BODY_BYTES = 16384
@@ -536,6 +536,10 @@ def _error_kind(exc: BaseException, scope: _AsyncScope) -> tuple[str, str]:
         return "timeout", "no complete response within the timeout"
     if isinstance(exc, aiohttp.InvalidURL):
         return "forbidden_target", f"the URL cannot be used: {_message(exc)}"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        # aiohttp's parser refused what came back: the request went out and was answered,
+        # which a connect_error (nothing sent, not metered) would deny
+        return INVALID_RESPONSE, f"the answer is not valid HTTP: {exc.message}"[:500]
     if isinstance(exc, (aiohttp.ClientError, OSError)):
         return "connect_error", _message(exc)
     raise exc  # a bug, not a delivery failure: let it surface

@@ -15,13 +15,16 @@ MAX_BODY_CONTAINS = 1024
 # The error kind of a delivery ended on purpose while in flight (``Cancellation``).
 CANCELLED = "cancelled"
 # Error kinds, beyond the transport ones DeliveryResult reports
-# (timeout, connect_error, dns_error, tls_error, forbidden_target, cancelled):
+# (timeout, connect_error, dns_error, tls_error, forbidden_target, cancelled, invalid_response):
 HTTP_3XX = "http_3xx"  # a redirect not followed (or too many) and not accepted
 HTTP_4XX = "http_4xx"
 HTTP_5XX = "http_5xx"
 UNEXPECTED_STATUS = "unexpected_status"  # e.g. 204 when the criteria ask for 200 only
 BODY_MISMATCH = "body_mismatch"
 CIRCUIT_OPEN = "circuit_open"
+# The endpoint answered, but not in HTTP (a bad status line or header, another protocol):
+# its request went out, so it is metered, and it is retried like a 5xx.
+INVALID_RESPONSE = "invalid_response"
 
 #: The error kinds of an attempt whose request never left: refused by the outbound guard
 #: or as invalid, the name did not resolve, the connection (TCP, or its TLS handshake) was
@@ -59,7 +62,7 @@ class DeliveryResult:
     body_truncated: bool
     duration_ms: float
     remote_addr: str | None
-    error_kind: str | None  # timeout | connect_error | dns_error | tls_error | forbidden_target | cancelled
+    error_kind: str | None  # timeout | connect_error | dns_error | tls_error | forbidden_target | cancelled | invalid_response
     error_message: str | None
     final_url: str | None = field(default=None)  # after redirects
 

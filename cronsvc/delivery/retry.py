@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 
-from .outcome import Outcome
+from .outcome import INVALID_RESPONSE, Outcome
 
 RETRYABLE_4XX = frozenset({408, 425, 429})
-ALWAYS_RETRIED = frozenset({"http_5xx", "connect_error", "dns_error", "body_mismatch", "circuit_open",
+ALWAYS_RETRIED = frozenset({"http_5xx", "connect_error", "dns_error", "body_mismatch", "circuit_open", INVALID_RESPONSE,
                             # script jobs (apps/executions/worker/scripts.py): a non-zero exit or a limit hit
                             # is retried like a 5xx, and so is a sandbox that failed to start once
                             "script_exit", "cpu_limit", "oom", "process_limit", "output_limit",

@@ -27,7 +27,8 @@ from standardwebhooks.webhooks import Webhook
 
 from cronsvc.delivery.aio import AsyncSession, deliver, loop_thread
 from cronsvc.delivery.guard import AddressPolicy
-from cronsvc.delivery.outcome import SuccessCriteria, classify
+from cronsvc.delivery.outcome import SuccessCriteria, classify, request_started
+from cronsvc.delivery.retry import RetryPolicy, should_retry
 from cronsvc.delivery.request import PreparedDelivery, RequestSpec, prepare, standard_variables
 from cronsvc.delivery.signing import generate_secret
 
@@ -387,6 +388,51 @@ def test_dns_failure(session):
 def test_tls_error_speaking_https_to_a_plain_http_port(server, session):
     result = send(server.url("/ok").replace("http://", "https://"), session)
     assert result.error_kind == "tls_error"
+
+
+@pytest.fixture
+def answering_garbage():
+    """Reads the request, then answers ``answer`` (bytes that are not valid HTTP) and closes;
+    records what it received."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    state = {"answer": b"", "received": []}
+
+    def serve():
+        try:
+            while True:
+                conn, _ = sock.accept()
+                with conn:
+                    state["received"].append(conn.recv(65536))
+                    conn.sendall(state["answer"])
+        except OSError:
+            pass  # closed at teardown
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield sock.getsockname()[1], state
+    sock.close()
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 2\xff0 OK\r\nContent-Length: 2\r\n\r\nok",        # a bad status line
+    b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 2\r\n\r\nok",  # a NUL in a header
+    b"SSH-2.0-OpenSSH_9.2\r\n",                                      # not HTTP at all
+])
+def test_an_answer_that_is_not_http_is_an_invalid_response_not_a_connect_error(answering_garbage, session,
+                                                                               answer):
+    """The request went out and the endpoint answered: the history must not say the
+    connection failed (connect_error: nothing sent, not metered), but what came back."""
+    port, state = answering_garbage
+    state["answer"] = answer
+    result = send(f"http://127.0.0.1:{port}/hook", session)
+    assert state["received"] and state["received"][-1].startswith(b"GET /hook HTTP/1.1")
+    assert result.status_code is None and result.error_kind == "invalid_response", result.error_message
+    assert "not valid HTTP" in result.error_message
+    assert request_started(result.error_kind)  # metered: the request left (docs/billing.md)
+    outcome = classify(result, SuccessCriteria())
+    assert outcome.error_kind == "invalid_response" and not outcome.succeeded
+    assert should_retry(outcome, None, 1, RetryPolicy())  # as a 5xx: the endpoint may mend
 
 
 # --- TLS -----------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ class ExecutionResponseSerializer(serializers.Serializer):
 
 
 class ExecutionErrorSerializer(serializers.Serializer):
-    kind = serializers.CharField(help_text="timeout, connect_error, dns_error, http_5xx, body_mismatch, ...")
+    kind = serializers.CharField(help_text="timeout, connect_error, dns_error, invalid_response, http_5xx, body_mismatch, ...")
     message = serializers.CharField(allow_blank=True)
 
 
