@@ -370,7 +370,7 @@ def test_a_refused_origin_is_refused_on_every_path_and_under_its_own_policy_only
         check_url("ftp://hooks.example.com/x", DEFAULT)
 
 
-def test_a_policy_is_hashed_once_and_equal_policies_hash_alike():
+def test_equal_policies_hash_alike_and_unequal_ones_apart():
     one = AddressPolicy(allowed_networks=("10.1.0.0/16",), allowed_ports={80, 8080})
     other = AddressPolicy(allowed_networks=(ipaddress.ip_network("10.1.0.0/16"),), allowed_ports=frozenset({8080, 80}))
     assert one == other and hash(one) == hash(other)

@@ -129,3 +129,4 @@ def test_what_orjson_refuses_goes_to_psycopg_and_reads_back_as_before():
     # an int or a non-bool in a float8 or bool column: psycopg's, too
     mixed = Unnest([("f", "float8"), ("b", "bool")])
     assert all(isinstance(c, list) for c in mixed.params([(1, 1)]))
+    assert isinstance(mixed.params([(1.5, True), (2.5, 1)])[1], list)  # True == 1: the 1 is still checked
