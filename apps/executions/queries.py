@@ -14,6 +14,7 @@ from apps.eventstream import outbox
 from apps.eventstream import queries as event_queries
 from apps.jobs.models import Job, OrganizationJobCount
 from apps.sql.bulk import Unnest, binding_cursor
+from apps.sql.planning import checked_per_row
 from apps.sql.rows import fetch_all, select_list
 
 from .models import Attempt, DeletedJob, Execution
@@ -35,7 +36,10 @@ FINISHED = Unnest([
 
 #: The fencing rule in SQL: a worker writes for a run only while the row is ``running`` and
 #: carries the token of the worker's claim (docs/architecture.md, "Fenced leases").
-HELD = f"e.status = '{S.RUNNING}' AND e.lease_token = v.lease_token"
+#: The statements using it join the given runs by id: the status is checked on each row
+#: (apps.sql.planning), never read through the unfinished-runs index.
+_RUNNING_ROW = checked_per_row(f"e.status = '{S.RUNNING}'")
+HELD = f"{_RUNNING_ROW} AND e.lease_token = v.lease_token"
 
 _FINISH = (
     f"UPDATE {_quote(Execution._meta.db_table)} AS e SET status = v.status, attempt = v.attempt, "
@@ -137,11 +141,13 @@ DB_NOW = "statement_timestamp()"
 CLAIM = (
     f"WITH early AS (UPDATE {_EXEC} SET published_at = NULL, "
     "next_attempt_at = GREATEST(scheduled_for, COALESCE(next_attempt_at, scheduled_for)) "
-    f"WHERE id IN (SELECT id FROM {_EXEC} WHERE id = ANY(%b::uuid[]) AND status = '{S.QUEUED}' "
-    f"AND (scheduled_for > {DB_NOW} OR next_attempt_at > {DB_NOW}) FOR UPDATE SKIP LOCKED) RETURNING id), "
-    f"c AS (SELECT id FROM {_EXEC} WHERE id = ANY(%b::uuid[]) AND status = '{S.QUEUED}' "
-    f"AND scheduled_for <= {DB_NOW} AND (next_attempt_at IS NULL OR next_attempt_at <= {DB_NOW}) "
-    "FOR UPDATE SKIP LOCKED) "
+    f"WHERE id IN (SELECT id FROM {_EXEC} WHERE id = ANY(%b::uuid[]) AND " + checked_per_row(
+        f"status = '{S.QUEUED}' AND (scheduled_for > {DB_NOW} OR next_attempt_at > {DB_NOW})")
+    + " FOR UPDATE SKIP LOCKED) RETURNING id), "
+    f"c AS (SELECT id FROM {_EXEC} WHERE id = ANY(%b::uuid[]) AND " + checked_per_row(
+        f"status = '{S.QUEUED}' AND scheduled_for <= {DB_NOW} "
+        f"AND (next_attempt_at IS NULL OR next_attempt_at <= {DB_NOW})")
+    + " FOR UPDATE SKIP LOCKED) "
     f"UPDATE {_EXEC} AS e SET status = '{S.RUNNING}', started_at = {DB_NOW}, lease_token = e.lease_token + 1, "
     f"lease_expires_at = {DB_NOW} + make_interval(secs => %b) "
     f"FROM c, {_quote(Job._meta.db_table)} AS j WHERE e.id = c.id AND j.id = e.job_id "
@@ -167,7 +173,7 @@ RENEW_LEASES = (
     f"WITH h AS (SELECT e.id FROM {_EXEC} AS e JOIN {HELD_LEASES.source} ON e.id = v.id WHERE {HELD} "
     "ORDER BY e.id FOR UPDATE OF e) "
     f"UPDATE {_EXEC} AS e SET lease_expires_at = {DB_NOW} + make_interval(secs => %b) "
-    f"FROM h WHERE e.id = h.id AND e.status = '{S.RUNNING}' RETURNING e.id"
+    f"FROM h WHERE e.id = h.id AND {_RUNNING_ROW} RETURNING e.id"
 )
 
 
