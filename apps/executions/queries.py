@@ -14,7 +14,7 @@ from apps.eventstream import outbox
 from apps.eventstream import queries as event_queries
 from apps.jobs.models import Job, OrganizationJobCount
 from apps.sql.bulk import Unnest, binding_cursor
-from apps.sql.planning import checked_per_row
+from apps.sql.planning import KEYED_JOINS, checked_per_row
 from apps.sql.rows import fetch_all, select_list
 
 from .models import Attempt, DeletedJob, Execution
@@ -245,10 +245,14 @@ def fetch_binary(sql, params):
         return cursor.fetchall()
 
 
-def limit_idle_time(milliseconds):
-    """For the rest of this transaction, PostgreSQL ends the session if it idles longer."""
+def begin_claim(idle_milliseconds):
+    """For the rest of this transaction (a scheduler's claim): PostgreSQL ends the session
+    if it idles longer than ``idle_milliseconds``, and joins the claimed jobs' keys to their
+    rows by the key's index (apps.sql.planning.KEYED_JOINS). One round trip."""
+    settings = {"idle_in_transaction_session_timeout": str(int(idle_milliseconds)), **KEYED_JOINS}
     with connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL idle_in_transaction_session_timeout = {int(milliseconds)}")
+        cursor.execute("SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings)),
+                       [part for setting in settings.items() for part in setting])
 
 
 class ScheduledRunsInsert:

@@ -24,18 +24,18 @@ def test_scheduler_backs_off_when_its_session_dies_inside_a_claim(monkeypatch, m
     tenant = make_tenant(plan="enterprise")
     queue = use_private_queue(tenant)
     job = make_job(tenant, next_run_at=timezone.now())
-    limit_idle_time = tick._limit_idle_time
+    begin_claim = tick._begin_claim
     killed = []
 
-    def limit_then_lose_the_session():
-        limit_idle_time()
+    def begin_then_lose_the_session():
+        begin_claim()
         if not killed:  # the server ends this session between two statements of the claim
             pid = connection.connection.info.backend_pid
             with psycopg.connect(database_url(), autocommit=True) as admin:
                 admin.execute("SELECT pg_terminate_backend(%s)", [pid])
             killed.append(pid)
 
-    monkeypatch.setattr(tick, "_limit_idle_time", limit_then_lose_the_session)
+    monkeypatch.setattr(tick, "_begin_claim", begin_then_lose_the_session)
     loop = SchedulerLoop(max_sleep=0.0, sweep_interval=3600)
     loop.run(max_ticks=2)  # the first tick loses its session; the second claims the job
     assert killed

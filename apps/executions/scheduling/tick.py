@@ -158,20 +158,20 @@ def claim_due(now, batch_size, overloaded=frozenset()):
 
 def _fetch(queryset):
     """The rows of a values_list queryset (of plain columns: no from_db_value converters)
-    as tuples. On PostgreSQL, after the transaction's idle limit is set, the ORM's SQL runs
+    as tuples. On PostgreSQL, after the transaction's settings (_begin_claim), the ORM's SQL runs
     on a binary cursor: psycopg decodes timestamps and uuids in C, where Django's loader for
     timestamps is Python."""
     if not on_postgresql():
         return list(queryset)
-    _limit_idle_time()
+    _begin_claim()
     # A lost session (PostgreSQL restarted, or the claim's idle timeout ended it while this
     # process was paused) raises Django's OperationalError there, which the loop backs off
     # from, instead of psycopg's error ending the process.
     return queries.fetch_binary(*queryset.query.sql_with_params())
 
 
-def _limit_idle_time():
-    queries.limit_idle_time(CLAIM_IDLE_TIMEOUT_MS)
+def _begin_claim():
+    queries.begin_claim(CLAIM_IDLE_TIMEOUT_MS)
 
 
 def _process_batch(jobs, now, overloaded=frozenset(), scans=None):
