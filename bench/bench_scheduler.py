@@ -305,7 +305,7 @@ def warm_up(ctx, count=1000):
     while any_due(datetime.now(UTC)) and time.time() < deadline:
         time.sleep(0.1)
     time.sleep(0.3)  # the last tick publishes after its commit
-    while unfinished_count() and time.time() < deadline:  # the worker (if any) has finished them
+    while any_unfinished() and time.time() < deadline:  # the worker (if any) has finished them
         time.sleep(0.1)
     sql("TRUNCATE executions_attempt, executions_execution CASCADE")
     schedule_jobs(count, "%s::timestamptz", [datetime.now(UTC) + timedelta(days=1)])
@@ -316,8 +316,12 @@ def queued_count():
     return sql("SELECT count(*) FROM executions_execution WHERE status = 'queued'", fetch=True)[0][0]
 
 
-def unfinished_count():
-    return sql("SELECT count(*) FROM executions_execution WHERE status IN ('queued', 'running')", fetch=True)[0][0]
+def any_unfinished():
+    """Whether a run is still queued or running. Polled while the worker drains a burst: an
+    EXISTS stops at the first such run, where a count read every one (22-54 ms of
+    PostgreSQL's CPU every half second, taken from the run being measured)."""
+    return sql("SELECT EXISTS (SELECT 1 FROM executions_execution WHERE status IN ('queued', 'running'))",
+               fetch=True)[0][0]
 
 
 # --- Redis -------------------------------------------------------------------------------
@@ -697,7 +701,7 @@ def run_throughput(ctx, due, procs, tag, timeout, vacuum=True, drain_timeout=Non
         foreign = ctx.cpu.foreign_share()
         rss = [c.memory()[0] for c in children]
         deadline = time.time() + (drain_timeout or max(120.0, due / 200))
-        while unfinished_count() and time.time() < deadline:
+        while any_unfinished() and time.time() < deadline:
             time.sleep(0.5)
         time.sleep(1.0)  # a late duplicate would show now
         figures = burst_figures(burst_at, due)
