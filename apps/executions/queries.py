@@ -14,7 +14,7 @@ from apps.eventstream import outbox
 from apps.eventstream import queries as event_queries
 from apps.jobs.models import Job, OrganizationJobCount
 from apps.sql.bulk import Unnest, binding_cursor
-from apps.sql.planning import KEYED_JOINS, checked_per_row
+from apps.sql.planning import checked_per_row, reach_rows_by_key
 from apps.sql.rows import fetch_all, select_list
 
 from .models import Attempt, DeletedJob, Execution
@@ -36,10 +36,7 @@ FINISHED = Unnest([
 
 #: The fencing rule in SQL: a worker writes for a run only while the row is ``running`` and
 #: carries the token of the worker's claim (docs/architecture.md, "Fenced leases").
-#: The statements using it join the given runs by id: the status is checked on each row
-#: (apps.sql.planning), never read through the unfinished-runs index.
-_RUNNING_ROW = checked_per_row(f"e.status = '{S.RUNNING}'")
-HELD = f"{_RUNNING_ROW} AND e.lease_token = v.lease_token"
+HELD = f"e.status = '{S.RUNNING}' AND e.lease_token = v.lease_token"
 
 _FINISH = (
     f"UPDATE {_quote(Execution._meta.db_table)} AS e SET status = v.status, attempt = v.attempt, "
@@ -173,7 +170,7 @@ RENEW_LEASES = (
     f"WITH h AS (SELECT e.id FROM {_EXEC} AS e JOIN {HELD_LEASES.source} ON e.id = v.id WHERE {HELD} "
     "ORDER BY e.id FOR UPDATE OF e) "
     f"UPDATE {_EXEC} AS e SET lease_expires_at = {DB_NOW} + make_interval(secs => %b) "
-    f"FROM h WHERE e.id = h.id AND {_RUNNING_ROW} RETURNING e.id"
+    f"FROM h WHERE e.id = h.id AND e.status = '{S.RUNNING}' RETURNING e.id"
 )
 
 
@@ -247,12 +244,9 @@ def fetch_binary(sql, params):
 
 def begin_claim(idle_milliseconds):
     """For the rest of this transaction (a scheduler's claim): PostgreSQL ends the session
-    if it idles longer than ``idle_milliseconds``, and joins the claimed jobs' keys to their
-    rows by the key's index (apps.sql.planning.KEYED_JOINS). One round trip."""
-    settings = {"idle_in_transaction_session_timeout": str(int(idle_milliseconds)), **KEYED_JOINS}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings)),
-                       [part for setting in settings.items() for part in setting])
+    if it idles longer than ``idle_milliseconds``, and reaches the claimed jobs by their
+    keys (apps.sql.planning). One round trip."""
+    reach_rows_by_key(idle_in_transaction_session_timeout=int(idle_milliseconds))
 
 
 class ScheduledRunsInsert:

@@ -1,20 +1,32 @@
-"""Keeping a statement that is given its rows' keys on those keys (PostgreSQL).
+"""Keeping statements that are given their rows' keys on those keys (PostgreSQL).
 
-Two ways PostgreSQL's planner left the keys, both found in a 100k burst's statements
-(bench/README.md, "Figures behind the code"), and what keeps each statement on them.
+A worker's claim and a scheduler's advance name the rows they touch by key (a batch's ids
+in an array, up to a few thousand) and check each row's state. PostgreSQL chooses how to
+reach the rows from its statistics, which are never right for such a table: they describe a
+history whose runs are nearly all finished while a burst waits, or a table far smaller than
+it has grown since the last ANALYZE. How they misled it, found in the benchmarks'
+statements (bench/README.md, "Figures behind the code"):
 
-A worker's statements name the runs they touch by id (a batch's ids in an array) and check
-each row's state: queued and due, or running under this worker's lease. PostgreSQL plans
-such a check as an index condition wherever an index matches it, and judges its cost by
-statistics of a table whose runs are nearly all finished: it read the runs through the
-unfinished-runs index (ANDed with the time index for the claim) and filtered the batch's
-ids out of everything there, every queued run of a burst and every entry not vacuumed
-yet. That made each statement's work grow with the burst: 16.9 s of a 100k burst's
-PostgreSQL time went to 523 claims (bench/README.md, "Figures behind the code").
+- the unfinished-runs index ANDed with the time index, then the batch's ids filtered out of
+  every queued run of a burst: a claim's work grew with the burst (16.9 s of a 100k burst's
+  PostgreSQL time in 523 claims);
+- a scan of a whole table it took for a few rows (a freshly filled one);
+- a hash of the whole jobs table to advance the 2,000 jobs a tick claimed, where its default
+  costs (a page read priced as if from disk) made 2,000 key lookups look dearer.
 
-A condition wrapped by ``checked_per_row`` is one no index can serve, so the only way to
-the rows is their key, and the condition is checked on each row found.
+So the rule has two halves. A state check is written with ``checked_per_row``, a filter no
+index can serve, beside a condition on the key (``id = ANY(...)``, ``j.id = v.id``); and the
+transaction runs ``reach_rows_by_key`` first, which leaves it no sequential scan and no hash
+or merge join. What remains is the key's index: a statement's cost follows its batch, not
+the table. (A recording's finish, which joins its rows to their new values, is not kept so:
+with this rule and a table grown since its statistics, PostgreSQL scanned the whole key
+index once a group instead; bench/README.md.)
 """
+
+from django.db import connection
+
+#: The planner's settings for the rest of a transaction that reaches its rows by key.
+BY_KEY = {"enable_seqscan": "off", "enable_hashjoin": "off", "enable_mergejoin": "off"}
 
 
 def checked_per_row(condition):
@@ -23,10 +35,10 @@ def checked_per_row(condition):
     return f"({condition}) IS TRUE"
 
 
-#: For a transaction whose statements join a batch's keys (an array of up to a few thousand
-#: ids) to their rows. PostgreSQL's default costs price a page read as if from disk (four
-#: times a sequential one), so it hashed a whole table rather than look 2,000 keys up: a
-#: scheduler's tick read all 100,000 jobs to advance the 2,000 it had claimed, 25-40 ms a
-#: tick where the lookups take 5 ms, and more the larger the table. Only the key's index
-#: serves such a join (a small table looked up key by key costs a few ms at most).
-KEYED_JOINS = {"enable_hashjoin": "off", "enable_mergejoin": "off"}
+def reach_rows_by_key(**also):
+    """For the rest of this transaction, BY_KEY (and the settings ``also``, e.g. a session
+    timeout), in one round trip."""
+    settings = {**also, **BY_KEY}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings)),
+                       [str(part) for setting in settings.items() for part in setting])

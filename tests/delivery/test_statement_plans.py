@@ -1,24 +1,20 @@
-"""The worker's and the scheduler's statements find the rows they are given by their keys
-(apps.sql.planning).
-
-PostgreSQL's statistics of a history whose runs are nearly all finished made the unfinished-
-runs index look cheap, so a claim, a finish or a lease renewal of a few runs read every
-queued or running run (a whole burst) to find them. Here the statistics say "all finished"
-while thousands of runs wait, as in a burst: each statement's plan must reach the runs
-through the primary key only."""
+"""A worker's claim and a scheduler's advance find the rows they are given by their keys
+(apps.sql.planning), whatever PostgreSQL's statistics say: that every run is finished while
+thousands wait (as in a burst), that the table is nearly empty, or (with its default costs)
+that hashing a whole table beats 2,000 key lookups."""
 
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
-from psycopg.types.json import Jsonb
 
 from apps.executions import queries
 from apps.executions.models import Execution
 from apps.executions.scheduling import tick
 from apps.jobs.models import Job
 from apps.sql.bulk import binding_cursor
+from apps.sql.planning import BY_KEY, reach_rows_by_key
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner")
 
@@ -46,6 +42,8 @@ def burst(tenant, make_job):
 
 
 def plan_of(sql, params):
+    """The plan of ``sql`` in a transaction set as the code sets its own (reach_rows_by_key)."""
+    reach_rows_by_key()
     with binding_cursor() as cursor:
         cursor.execute("EXPLAIN " + sql, params, binary=True)
         return "\n".join(row[0] for row in cursor.fetchall())
@@ -61,17 +59,6 @@ def test_a_claim_reads_its_runs_by_key_while_a_burst_waits(burst):
     assert_by_key(plan_of(queries.CLAIM, [ids, ids, 30.0]))
 
 
-def test_a_finish_reads_its_runs_by_key_while_a_burst_runs(burst):
-    ids = burst(Execution.Status.RUNNING)
-    rows = [(execution_id, 1, "succeeded", 1, 5, 200, Jsonb({}), "", "", "", "", None, timezone.now()) for execution_id in ids]
-    assert_by_key(plan_of(queries.finish_sql(with_events=False), queries.FINISHED.params(rows)))
-
-
-def test_a_lease_renewal_reads_its_runs_by_key_while_a_burst_runs(burst):
-    ids = burst(Execution.Status.RUNNING)
-    assert_by_key(plan_of(queries.RENEW_LEASES, [*queries.HELD_LEASES.params([(i, 1) for i in ids]), 30.0]))
-
-
 def test_a_scheduler_tick_advances_its_claimed_jobs_by_key(tenant, make_job):
     # A claim of 2,000 jobs, the backlog batch: PostgreSQL's default costs chose to hash the
     # whole jobs table (a sequential scan) rather than look the 2,000 keys up.
@@ -81,7 +68,57 @@ def test_a_scheduler_tick_advances_its_claimed_jobs_by_key(tenant, make_job):
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE jobs_job")
     claimed = list(Job.objects.order_by("?").values_list("id", flat=True)[:2000])
-    with transaction.atomic():
-        tick._begin_claim()
-        plan = plan_of(queries.ADVANCE_JOBS, queries.ADVANCED.params((job_id, timezone.now(), None) for job_id in claimed))
+    plan = plan_of(queries.ADVANCE_JOBS, queries.ADVANCED.params((job_id, timezone.now(), None) for job_id in claimed))
     assert "jobs_job_pkey" in plan and "Seq Scan on jobs_job" not in plan, plan
+
+
+def test_a_claim_reads_its_runs_by_key_in_a_table_grown_since_its_statistics(tenant, make_job):
+    # The statistics of a nearly empty table, then thousands of runs: PostgreSQL took the
+    # table for a few rows and chose to scan all of it.
+    job = make_job(tenant)
+    start = timezone.now() - timedelta(days=1)
+
+    def add(count, offset):
+        Execution.objects.bulk_create(
+            Execution(job=job, organization=tenant.organization, queue="q",
+                      scheduled_for=start + timedelta(seconds=offset + index)) for index in range(count))
+
+    add(3, 0)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE executions_execution")
+    add(WAITING, 10)
+    ids = list(Execution.objects.order_by("?").values_list("id", flat=True)[:40])
+    assert_by_key(plan_of(queries.CLAIM, [ids, ids, 30.0]))
+
+
+def planner_settings():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(f"current_setting('{name}')" for name in BY_KEY))
+        return dict(zip(BY_KEY, cursor.fetchone()))
+
+
+@pytest.mark.parametrize("target, name", [
+    (queries, "claim_queued"),  # a worker's claim
+    (queries.ScheduledRunsInsert, "run"),  # a scheduler's tick
+])
+def test_each_keyed_statement_runs_in_a_transaction_kept_on_keys(monkeypatch, tenant, make_job, target, name):
+    """The call sites: each statement above runs after reach_rows_by_key in its transaction."""
+    from apps.executions.worker import batch, leases
+
+    seen = []
+    original = getattr(target, name)
+
+    def watched(*args, **kwargs):
+        seen.append(planner_settings())
+        return original(*args, **kwargs)
+    monkeypatch.setattr(target, name, watched)
+
+    job = make_job(tenant, next_run_at=timezone.now() - timedelta(seconds=1))
+    if name == "run":
+        assert tick.claim_due(timezone.now(), batch_size=10).created == 1
+    else:
+        execution = Execution.objects.create(job=job, organization=tenant.organization, queue="q",
+                                             scheduled_for=timezone.now() - timedelta(seconds=1))
+        (claimed,) = batch.claim([execution.id])
+        leases.heartbeat().release([claimed.id])
+    assert seen and all(settings == BY_KEY for settings in seen), seen

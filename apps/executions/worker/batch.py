@@ -46,6 +46,7 @@ from django.utils import timezone
 import cronsvc
 from apps.jobs.validation import request_spec  # the one request spec (also the test run's)
 from apps.sql.modes import on_postgresql
+from apps.sql.planning import reach_rows_by_key
 from cronsvc.delivery.aio import deliver_async
 from cronsvc.delivery.breaker import COUNTED_FAILURES, host_key
 from cronsvc.delivery.errors import InvalidRequest
@@ -318,6 +319,7 @@ def claim_with_clock(execution_ids, now=None):
         heartbeat().hold(executions)
         return executions, now
     with transaction.atomic():
+        reach_rows_by_key()
         rows = queries.claim_queued(execution_ids, lease_seconds=settings.LEASE_SECONDS)
         width = len(queries.CLAIMED_COLUMNS)
         if rows:
