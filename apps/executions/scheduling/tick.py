@@ -350,13 +350,16 @@ def _uuid7s(count, now):
         # two slots with object.__setattr__), without the argument checks: half the cost.
         value = _new(uuid.UUID)
         _set(value, "int", head | int.from_bytes(random_bytes[start:start + 10], "big") & _RANDOM_BITS)
-        _set(value, "is_safe", uuid.SafeUUID.unknown)
+        _set(value, "is_safe", _UNKNOWN_SAFETY)
         ids.append(value)
     return ids
 
 
 _RANDOM_BITS = 0xFFF << 64 | ((1 << 62) - 1)  # rand_a's 12 bits, rand_b's 62
 _new, _set = object.__new__, object.__setattr__
+#: Read once: an enum member read through its class costs a descriptor call (6 % of a tick's
+#: Python when read once an id, bench/README.md).
+_UNKNOWN_SAFETY = uuid.SafeUUID.unknown
 
 
 def _write(ids, rows, now, updates):
