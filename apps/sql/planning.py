@@ -18,9 +18,10 @@ So the rule has two halves. A state check is written with ``checked_per_row``, a
 index can serve, beside a condition on the key (``id = ANY(...)``, ``j.id = v.id``); and the
 transaction runs ``reach_rows_by_key`` first, which leaves it no sequential scan and no hash
 or merge join. What remains is the key's index: a statement's cost follows its batch, not
-the table. (A recording's finish, which joins its rows to their new values, is not kept so:
-with this rule and a table grown since its statistics, PostgreSQL scanned the whole key
-index once a group instead; bench/README.md.)
+the table. A statement that joins its rows to their new values by key (a recording's finish)
+names the keys as an array too (``e.id = ANY(...)``): with the join's condition alone and a
+table grown since its statistics, PostgreSQL walked the whole key index once a group
+(bench/README.md); with the array, however it joins, it reaches only the batch's rows.
 """
 
 from django.db import connection

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import OperationalError, connection
+from django.db.models import F
 from django.utils import timezone
 
 from apps.executions import cancelling, hooks, purging
@@ -158,6 +159,21 @@ def test_the_heartbeat_renews_only_the_leases_its_process_still_holds(tenant, ma
     kept.refresh_from_db()
     assert kept.lease_expires_at > timezone.now() + timedelta(seconds=25)
     assert sweeper.recover_expired_leases() == [(taken.id, "q")]
+    batch.heartbeat().release([e.id for e in claimed])
+
+
+def test_the_heartbeats_verdict_holds_beat_after_beat(tenant, make_job):
+    # Past five executions PostgreSQL may plan a prepared statement generically (its
+    # parameters unknown): the verdict must not change with the plan.
+    job = make_job(tenant)
+    claimed = batch.claim([queued(tenant, job).id for _ in range(8)])
+    heart = LeaseRenewer(lease_seconds=30, thread=False)
+    heart.hold(claimed)
+    for taken in claimed[:7]:
+        Execution.objects.filter(id=taken.id).update(lease_token=F("lease_token") + 1)  # taken back
+        assert heart.beat() == len(heart.held)
+        assert taken.id not in heart.held
+    assert set(heart.held) == {claimed[7].id}
     batch.heartbeat().release([e.id for e in claimed])
 
 

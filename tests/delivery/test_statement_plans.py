@@ -1,4 +1,4 @@
-"""A worker's claim and a scheduler's advance find the rows they are given by their keys
+"""A worker's claim, recording and heartbeat and a scheduler's advance find the rows they are given by their keys
 (apps.sql.planning), whatever PostgreSQL's statistics say: that every run is finished while
 thousands wait (as in a burst), that the table is nearly empty, or (with its default costs)
 that hashing a whole table beats 2,000 key lookups."""
@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from psycopg.types.json import Jsonb
 from django.utils import timezone
 
 from apps.executions import queries
@@ -52,6 +53,24 @@ def test_a_claim_reads_its_runs_by_key_while_a_burst_waits(burst):
     assert_by_key(plan_of(queries.CLAIM, [burst, burst, 30.0]))
 
 
+def finish_params(ids):
+    return queries.FINISHED.params(
+        (execution_id, 1, "succeeded", 1, 5, 200, Jsonb({}), "", "127.0.0.1", "", "", None, timezone.now())
+        for execution_id in sorted(ids))
+
+
+def renew_params(ids):
+    return [queries.HELD_IDS.params((execution_id,) for execution_id in ids)[0],
+            queries.held_tokens((execution_id, 1) for execution_id in ids), 30.0]
+
+
+def test_a_recording_and_a_heartbeat_reach_their_runs_by_key_while_a_burst_runs(burst):
+    Execution.objects.filter(id__in=burst).update(status=Execution.Status.RUNNING, lease_token=1)
+    params = finish_params(burst)
+    assert_by_key(plan_of(queries.finish_sql(with_events=False), [*params, params[0]]))
+    assert_by_key(plan_of(queries.RENEW_LEASES, renew_params(burst)))
+
+
 def test_a_scheduler_tick_advances_its_claimed_jobs_by_key(tenant, make_job):
     # A claim of 2,000 jobs, the backlog batch: PostgreSQL's default costs chose to hash the
     # whole jobs table (a sequential scan) rather than look the 2,000 keys up.
@@ -82,6 +101,14 @@ def test_a_claim_reads_its_runs_by_key_in_a_table_grown_since_its_statistics(ten
     add(WAITING, 10)
     ids = list(Execution.objects.order_by("?").values_list("id", flat=True)[:40])
     assert_by_key(plan_of(queries.CLAIM, [ids, ids, 30.0]))
+    # the recording's finish and the heartbeat too (the heartbeat, whose list may hold
+    # thousands, with no join at all: a nested loop over both lists grows as their product)
+    Execution.objects.filter(id__in=ids).update(status=Execution.Status.RUNNING, lease_token=1)
+    params = finish_params(ids)
+    assert_by_key(plan_of(queries.finish_sql(with_events=False), [*params, params[0]]))
+    plan = plan_of(queries.RENEW_LEASES, renew_params(ids))
+    assert_by_key(plan)
+    assert "Join" not in plan and "Nested Loop" not in plan, plan
 
 
 def planner_settings():
@@ -90,13 +117,16 @@ def planner_settings():
         return dict(zip(BY_KEY, cursor.fetchone()))
 
 
-@pytest.mark.parametrize("target, name", [
-    (queries, "claim_queued"),  # a worker's claim
-    (queries.ScheduledRunsInsert, "run"),  # a scheduler's tick
+@pytest.mark.parametrize("operation, target, name", [
+    ("claim", queries, "claim_queued"),  # a worker's claim
+    ("tick", queries.ScheduledRunsInsert, "run"),  # a scheduler's tick
+    ("recording", queries, "_returned_ids"),  # a worker's recording (its finish)
+    ("heartbeat", queries, "_returned_ids"),  # a worker's heartbeat
 ])
-def test_each_keyed_statement_runs_in_a_transaction_kept_on_keys(monkeypatch, tenant, make_job, target, name):
+def test_each_keyed_statement_runs_in_a_transaction_kept_on_keys(monkeypatch, tenant, make_job, operation, target,
+                                                                  name):
     """The call sites: each statement above runs after reach_rows_by_key in its transaction."""
-    from apps.executions.worker import batch, leases
+    from apps.executions.worker import batch, leases, recording
 
     seen = []
     original = getattr(target, name)
@@ -104,14 +134,37 @@ def test_each_keyed_statement_runs_in_a_transaction_kept_on_keys(monkeypatch, te
     def watched(*args, **kwargs):
         seen.append(planner_settings())
         return original(*args, **kwargs)
-    monkeypatch.setattr(target, name, watched)
 
     job = make_job(tenant, next_run_at=timezone.now() - timedelta(seconds=1))
-    if name == "run":
+    if operation == "tick":
+        monkeypatch.setattr(target, name, watched)
         assert tick.claim_due(timezone.now(), batch_size=10).created == 1
     else:
         execution = Execution.objects.create(job=job, organization=tenant.organization, queue="q",
                                              scheduled_for=timezone.now() - timedelta(seconds=1))
+        if operation == "claim":
+            monkeypatch.setattr(target, name, watched)
         (claimed,) = batch.claim([execution.id])
+        with connection.cursor() as cursor:  # the claim's settings end with its transaction; the test's goes on
+            cursor.execute("; ".join(f"RESET {setting}" for setting in BY_KEY))
+        monkeypatch.setattr(target, name, watched)
+        if operation == "heartbeat":
+            heart = leases.LeaseRenewer(lease_seconds=30, thread=False)
+            heart.hold([claimed])
+            assert heart.beat() == 1
+        if operation == "recording":
+            assert recording.record_attempts([finished(claimed)]) == {claimed.id}
         leases.heartbeat().release([claimed.id])
     assert seen and all(settings == BY_KEY for settings in seen), seen
+
+
+def finished(execution):
+    from apps.executions.worker import recording
+
+    now = timezone.now()
+    attempt = recording.AttemptValues(
+        number=1, started_at=now, finished_at=now, duration_ms=5, request_method="GET", request_url="http://x/",
+        request_headers={}, request_body="", response_status=200, response_headers={}, response_body="",
+        remote_addr="127.0.0.1", outcome="success", error_kind="", error_message="")
+    return recording.FinishedAttempt(execution=execution, attempt=attempt, status="succeeded", next_attempt_at=None,
+                                     auto_disable_after=0)

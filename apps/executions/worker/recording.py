@@ -23,6 +23,7 @@ from django.utils import timezone
 from apps.eventstream import outbox
 from apps.jobs.models import Job
 from apps.sql.modes import on_postgresql
+from apps.sql.planning import reach_rows_by_key
 from cronsvc import jobhealth
 from cronsvc.delivery.outcome import request_started
 from cronsvc.statuses import CANCELLED
@@ -118,6 +119,7 @@ def _record_group(results):
     for tries_left in range(RETRIES_ON_DEADLOCK - 1, -1, -1):
         try:
             with transaction.atomic():
+                reach_rows_by_key()  # every statement below names its rows by key
                 changed = _finish_many(results)
                 moved = [r for r in results if r.execution.id in changed]
                 _insert_attempts(moved)
