@@ -9,8 +9,8 @@ from functools import cache
 
 import orjson
 import psycopg
-from psycopg.types.json import Jsonb
 from django.db import connection, models, transaction
+from psycopg.types.json import Jsonb
 
 from apps.eventstream import outbox
 from apps.eventstream import queries as event_queries

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from psycopg.types.json import Jsonb
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from apps.executions import queries
 from apps.executions.models import Execution
