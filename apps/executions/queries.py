@@ -179,9 +179,9 @@ def claim_queued(ids, *, lease_seconds):
 #: database's clock in one statement; returns the ids renewed (a run missing from them was
 #: taken back, cancelled or deleted: its worker no longer holds it). A process may hold
 #: thousands, so nothing here is a join whose plan PostgreSQL could get wrong (a nested loop
-#: over both lists cost 78 ms a beat in a burst): the rows are reached by their ids, each
-#: one's token is looked up in a jsonb object keyed by id (a binary search), and the update
-#: takes the locked rows' ids as one array.
+#: over both lists grows as their product: bench/README.md, "Figures behind the code"): the
+#: rows are reached by their ids, each one's token is looked up in a jsonb object keyed by id
+#: (a binary search), and the update takes the locked rows' ids as one array.
 RENEW_LEASES = (
     # the rows locked in id order, as the recording's: two statements never wait on each other in a cycle
     f"WITH h AS (SELECT e.id FROM {_EXEC} AS e WHERE e.id = ANY(%b::uuid[]) AND "

@@ -357,8 +357,8 @@ def _uuid7s(count, now):
 
 _RANDOM_BITS = 0xFFF << 64 | ((1 << 62) - 1)  # rand_a's 12 bits, rand_b's 62
 _new, _set = object.__new__, object.__setattr__
-#: Read once: an enum member read through its class costs a descriptor call (6 % of a tick's
-#: Python when read once an id, bench/README.md).
+#: Read once: an enum member read through its class costs a descriptor call, a visible share
+#: of a tick's Python when read once an id (bench/README.md, "Figures behind the code").
 _UNKNOWN_SAFETY = uuid.SafeUUID.unknown
 
 
