@@ -36,8 +36,6 @@ FINISHED = Unnest([
     ("retry_in", "float8"), ("finished_at", "timestamptz"),
 ])
 
-
-
 _RUNNING = f"e.status = '{S.RUNNING}'"
 
 
