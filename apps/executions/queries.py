@@ -277,13 +277,19 @@ def begin_claim(idle_milliseconds):
 class ScheduledRunsInsert:
     """A claim's writes in one statement (one round trip): ``WITH adv AS (UPDATE jobs ...
     FROM unnest(<ADVANCED's arrays>)), ins AS (INSERT INTO executions SELECT ... FROM
-    unnest(<one binary array per varying column>) ON CONFLICT DO NOTHING RETURNING id)
-    SELECT id FROM ins``. The two parts write different tables (no foreign key joins
-    them in the database), so one statement does what the two did. Built once per
-    process from the model: every column the scheduler does not set gets the field's
-    default, as with bulk_create, so a field added to Execution later needs no change
-    here (unless its default must differ per row, like an id). The varying columns are
-    ``id`` and the scheduler's row fields, in their order."""
+    unnest(<one binary array per varying column>) RETURNING id) SELECT id FROM ins``. The
+    two parts write different tables (no foreign key joins them in the database), so one
+    statement does what the two did. Built once per process from the model: every column
+    the scheduler does not set gets the field's default, as with bulk_create, so a field
+    added to Execution later needs no change here (unless its default must differ per row,
+    like an id). The varying columns are ``id`` and the scheduler's row fields, in their
+    order.
+
+    The plain insert refuses a batch with an occurrence that already has its row
+    (``UNIQUE_VIOLATION``); ``careful`` inserts with ``ON CONFLICT DO NOTHING``, which
+    skips such rows. A tick sends the plain one and, refused, claims again carefully:
+    PostgreSQL's speculative insertion, which ON CONFLICT needs, costs on every row
+    (bench/README.md, "Figures behind the code"), and such an occurrence is rare."""
 
     _instance = None
 
@@ -312,28 +318,45 @@ class ScheduledRunsInsert:
             select.append(f"%b::{f.db_type(connection)}")
             self.constants.append((f.column, value))
         self.rows = Unnest([(column, by_column[column].db_type(connection)) for column in self.varying])
-        insert = (
-            f"INSERT INTO {_quote(Execution._meta.db_table)} ({', '.join(columns)}) "
-            f"SELECT {', '.join(select)} FROM {self.rows.source} ON CONFLICT DO NOTHING"
-        )
-        self.sql = f"WITH adv AS ({ADVANCE_JOBS}), ins AS ({insert} RETURNING id) SELECT id FROM ins"
-        # With the event stream on, the same statement writes each inserted run's event
-        # (queued or skipped) to the outbox from the rows it inserted.
-        self.sql_with_events = (
-            f"WITH adv AS ({ADVANCE_JOBS}), "
-            f"ins AS ({insert} RETURNING id, job_id, organization_id, status, skip_reason, scheduled_for), "
-            f"ev AS ({event_queries.insert_sql(_SCHEDULED_EVENTS)}) SELECT id FROM ins"
-        )
+        insert = (f"INSERT INTO {_quote(Execution._meta.db_table)} ({', '.join(columns)}) "
+                  f"SELECT {', '.join(select)} FROM {self.rows.source}")
+        # {(careful, with events): statement}. With the event stream on, the same statement
+        # writes each inserted run's event (queued or skipped) to the outbox from its rows.
+        self.sql = {}
+        for careful, conflicts in ((False, ""), (True, " ON CONFLICT DO NOTHING")):
+            self.sql[careful, False] = (f"WITH adv AS ({ADVANCE_JOBS}), "
+                                        f"ins AS ({insert}{conflicts} RETURNING id) SELECT id FROM ins")
+            self.sql[careful, True] = (
+                f"WITH adv AS ({ADVANCE_JOBS}), "
+                f"ins AS ({insert}{conflicts} RETURNING id, job_id, organization_id, status, skip_reason, "
+                f"scheduled_for), ev AS ({event_queries.insert_sql(_SCHEDULED_EVENTS)}) SELECT id FROM ins"
+            )
 
-    def run(self, ids, rows, now, advanced):
+    def run(self, ids, rows, now, advanced, *, careful=False):
         """Insert ``rows`` (with ``ids``) and advance the jobs ``advanced`` ((id, next due
-        time, expired at) each); returns the ids inserted."""
+        time, expired at) each); returns the ids inserted. Not ``careful``: an occurrence
+        that already has its row raises a unique violation (the statement does nothing)."""
         constants = [now if column == "created_at" else value for column, value in self.constants]
         arrays = self.rows.params((execution_id, *row) for execution_id, row in zip(ids, rows))
-        sql, params = self.sql, [*ADVANCED.params(advanced), *constants, *arrays]
-        if outbox.enabled():
-            sql, params = self.sql_with_events, [*params, now]
-        return _returned_ids(sql, params)
+        params = [*ADVANCED.params(advanced), *constants, *arrays]
+        with_events = outbox.enabled()
+        if with_events:
+            params.append(now)
+        return _returned_ids(self.sql[careful, with_events], params)
+
+
+def sqlstate(exc):
+    """PostgreSQL's SQLSTATE of ``exc`` (Django's error or psycopg's), or None."""
+    while exc is not None:
+        state = getattr(exc, "sqlstate", None)
+        if state:
+            return state
+        exc = exc.__cause__
+    return None
+
+
+#: PostgreSQL refusing a duplicate key.
+UNIQUE_VIOLATION = psycopg.errors.UniqueViolation.sqlstate
 
 
 _SCHEDULED_EVENTS = (

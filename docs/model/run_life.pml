@@ -170,7 +170,8 @@ end_scheduler:
     do
     /* scheduler.claim_due: one transaction of
          SELECT ... FROM jobs_job WHERE enabled AND next_run_at <= now() FOR UPDATE SKIP LOCKED;
-         INSERT INTO executions_execution ... ON CONFLICT DO NOTHING   (ScheduledRunsInsert)
+         INSERT INTO executions_execution ...   (ScheduledRunsInsert; a row already there undoes
+           the transaction, and the claim runs again with ON CONFLICT DO NOTHING)
          UPDATE jobs_job SET next_run_at = v.next_run_at ...            (ADVANCE_JOBS) */
     :: atomic { job_exists && next_occ < NR && SCHED(next_occ) <= SCHED_CLOCK ->
         do
@@ -179,7 +180,7 @@ end_scheduler:
             :: status[next_occ] == NONE ->   /* unique (job, scheduled_for, trigger) */
                 status[next_occ] = QUEUED; published[next_occ] = 1;
                 excuses[next_occ] = 1; topub[next_occ] = 1
-            :: else -> skip                  /* ON CONFLICT DO NOTHING */
+            :: else -> skip                  /* the careful claim's ON CONFLICT DO NOTHING */
             fi;
             next_occ++
         :: else -> break

@@ -6,6 +6,7 @@ import pytest
 
 from apps.accounts.services import suspend_organization
 from apps.executions.models import Execution
+from apps.executions.queries import ScheduledRunsInsert
 from apps.executions.scheduling.tick import claim_due
 from apps.jobs.models import Job
 from apps.jobs.scheduling import due_time, next_occurrence
@@ -46,6 +47,45 @@ def test_claiming_again_at_the_same_instant_creates_nothing(tenant, make_job):
     claim_due(T0, batch_size=100)
     again = claim_due(T0, batch_size=100)
     assert again.claimed == 0 and Execution.objects.count() == 1
+
+
+@pytest.fixture
+def scheduler_writes(monkeypatch):
+    """Whether each of the scheduler's writes (queries.ScheduledRunsInsert) skipped conflicts."""
+    sent, run = [], ScheduledRunsInsert.run
+
+    def recording_run(self, *args, careful=False, **kwargs):
+        sent.append(careful)
+        return run(self, *args, careful=careful, **kwargs)
+
+    monkeypatch.setattr(ScheduledRunsInsert, "run", recording_run)
+    return sent
+
+
+def test_a_tick_inserts_without_conflict_handling_when_nothing_is_recorded_yet(tenant, make_job, scheduler_writes):
+    # ON CONFLICT's speculative insertion costs on every row (bench/README.md)
+    schedule_job(make_job, tenant, T0)
+    assert claim_due(T0, batch_size=100).created == 1
+    assert scheduler_writes == [False]
+
+
+def test_an_occurrence_already_recorded_is_skipped_and_the_rest_of_its_batch_dispatched(tenant, make_job,
+                                                                                         scheduler_writes):
+    recorded = schedule_job(make_job, tenant, T0, cron_expression="*/5 * * * *")
+    fresh = schedule_job(make_job, tenant, T0)
+    Execution.objects.create(job=recorded, organization=recorded.organization, scheduled_for=T0,
+                             trigger=Execution.Trigger.SCHEDULE, status=Execution.Status.SUCCEEDED, queue="q")
+
+    result = claim_due(T0, batch_size=100)
+
+    # the plain insert was refused (the whole transaction undone); the claim again skipped the row
+    assert scheduler_writes == [False, True]
+    assert (result.claimed, result.created) == (2, 1)
+    assert executions(recorded) == [(T0, "succeeded", "")]
+    assert executions(fresh) == [(T0, "queued", "")]
+    assert [item[0] for item in result.to_publish] == [Execution.objects.get(job=fresh).id]
+    recorded.refresh_from_db()
+    assert recorded.next_run_at == T0 + timedelta(minutes=5)
 
 
 def test_batch_size_bounds_a_tick_and_oldest_due_go_first(tenant, make_job):

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Case, F, OuterRef, Subquery, TextField, Value, When
 from django.db.models.functions import Cast
 
@@ -143,6 +143,19 @@ def claim_due(now, batch_size, overloaded=frozenset()):
     """Run one claim transaction. Returns a TickResult whose ``to_publish`` lists the
     executions to publish once this function has returned (the transaction committed).
     ``overloaded``: the base queues whose low-priority runs are held (overload.py)."""
+    try:
+        return _claim_due(now, batch_size, overloaded, careful=False)
+    except IntegrityError as exc:
+        if queries.sqlstate(exc) != queries.UNIQUE_VIOLATION:
+            raise
+    # An occurrence of the batch already has its row (e.g. the job's jitter was edited so
+    # the same occurrence came due again): the whole transaction was undone; the claim
+    # again, its insert skipping such rows (queries.ScheduledRunsInsert).
+    log.info("an occurrence claimed was already recorded; claiming again, skipping it")
+    return _claim_due(now, batch_size, overloaded, careful=True)
+
+
+def _claim_due(now, batch_size, overloaded, *, careful):
     with transaction.atomic():
         rows = _fetch(
             Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now)
@@ -153,7 +166,7 @@ def claim_due(now, batch_size, overloaded=frozenset()):
         )
         if not rows:
             return TickResult()
-        return _process_batch([ClaimedJob._make(row) for row in rows], now, overloaded)
+        return _process_batch([ClaimedJob._make(row) for row in rows], now, overloaded, careful=careful)
 
 
 def _fetch(queryset):
@@ -174,15 +187,16 @@ def _begin_claim():
     queries.begin_claim(CLAIM_IDLE_TIMEOUT_MS)
 
 
-def _process_batch(jobs, now, overloaded=frozenset(), scans=None):
-    """``scans``: the due scans of this batch (see _due_scan), by default a new memo."""
+def _process_batch(jobs, now, overloaded=frozenset(), scans=None, *, careful=True):
+    """``scans``: the due scans of this batch (see _due_scan), by default a new memo;
+    ``careful``: see _write."""
     result = TickResult(claimed=len(jobs))
     rows, due_at, updates = _batch_rows(jobs, now, overloaded, scans)
     result.expired = sum(1 for _, _, expired_at in updates if expired_at is not None)
     ids = _uuid7s(len(rows), now)
     # An occurrence that already has its row (e.g. the job's jitter was edited so the
     # same occurrence came due again) is not inserted, counted or published again.
-    inserted = _write(ids, rows, now, updates)
+    inserted = _write(ids, rows, now, updates, careful=careful)
     for execution_id, row, due in zip(ids, rows, due_at):
         if inserted is not None and execution_id not in inserted:
             continue
@@ -362,9 +376,10 @@ _new, _set = object.__new__, object.__setattr__
 _UNKNOWN_SAFETY = uuid.SafeUUID.unknown
 
 
-def _write(ids, rows, now, updates):
-    """Insert the rows (trigger ``schedule``, created at ``now``), skipping occurrences
-    that already have one, and write every claimed job's next due time (``updates``).
+def _write(ids, rows, now, updates, *, careful=True):
+    """Insert the rows (trigger ``schedule``, created at ``now``) and write every claimed
+    job's next due time (``updates``). ``careful``: occurrences that already have a row are
+    skipped; otherwise (PostgreSQL) one of them raises IntegrityError, a unique violation.
     Returns the set of ids inserted, or None for "all of them" (also on SQLite, which does
     not say)."""
     if not on_postgresql():
@@ -372,7 +387,7 @@ def _write(ids, rows, now, updates):
         _advance_by_orm(updates)
         return None
     # one statement for every claimed job: its runs inserted, the job advanced
-    inserted = queries.ScheduledRunsInsert.get(_Row._fields).run(ids, rows, now, updates)
+    inserted = queries.ScheduledRunsInsert.get(_Row._fields).run(ids, rows, now, updates, careful=careful)
     return None if len(inserted) == len(rows) else inserted
 
 

@@ -129,7 +129,7 @@ def _record_group(results):
                                   + [_outcome(r, moved=False) for r in results if r.execution.id in stored])
             break
         except Exception as exc:
-            if not tries_left or _sqlstate(exc) not in _RETRYABLE_SQLSTATES:
+            if not tries_left or queries.sqlstate(exc) not in _RETRYABLE_SQLSTATES:
                 raise
             log.info("recording %d attempts: %s; trying again", len(results), exc)
     for result in results:
@@ -156,15 +156,6 @@ def metered(attempt):
     failure of the day). A superseded attempt counts: its request went out."""
     kind = attempt.error_kind or None
     return attempt.outcome != CANCELLED and request_started(kind) and kind not in scripts.NOT_STARTED
-
-
-def _sqlstate(exc):
-    while exc is not None:
-        state = getattr(exc, "sqlstate", None)
-        if state:
-            return state
-        exc = exc.__cause__
-    return None
 
 
 def _finish_many(results):
