@@ -147,6 +147,7 @@ class Driver:
         self.workdir = workdir
         self.log = log
         self.stopped = set()
+        self.jumping = set()  # schedulers from their clock jump's arming until it is over
         self.faults = []  # {"fault", "at", "until"}: wall-clock start and end of each fault
         self.unexpected_exits = []
         self.substitutes = {}  # planned victim -> the process killed in its place
@@ -178,6 +179,10 @@ class Driver:
         offset = round(now - started, 1)
         if event.action == "kill":
             victim = self._victim(event.target)
+            if victim is None:
+                self.log(f"t={offset}s no {self.processes[event.target].kind} to kill (paused, or its clock "
+                         "jump under way): this kill skipped")
+                return
             self.substitutes[event.target] = victim.name
             victim.kill()
             self.faults.append({"fault": f"SIGKILL {victim.name}", "kind": victim.kind, "at": now, "until": None,
@@ -267,6 +272,7 @@ class Driver:
         stamp = self.workdir / f"faketime-{process.name}"
         fault = f"clock jump +{JUMP_SECONDS // 3600} h {process.name}"
         if event.action == "jump_arm":
+            self.jumping.add(process.name)
             stamp.write_text("+0\n")
             process.overrides = faketime_env(process.env, FAKETIME_TIMESTAMP_FILE=str(stamp),
                                              FAKETIME_CACHE_DURATION="1")
@@ -279,6 +285,7 @@ class Driver:
             stamp.write_text(f"+{JUMP_SECONDS}\n")
             self.log(f"t={offset}s {process.name}'s clock jumped {JUMP_SECONDS} s ahead (running)")
         else:
+            self.jumping.discard(process.name)
             stamp.write_text("+0\n")
             self._close(fault, log_until=process.log_size())
             self.log(f"t={offset}s {process.name}'s clock jumped back to true time (running)")
@@ -312,14 +319,19 @@ class Driver:
     def _victim(self, name):
         """The planned victim, unless it is paused, skewed or already down: then another of
         its kind, one with a faked clock rather than a paused one (a kill would cut a pause
-        short; a faked scheduler comes back with its clock as faked)."""
+        short; a faked scheduler comes back with its clock as faked). Never a scheduler
+        whose clock jump is under way: its restart, slow on a loaded machine, could take
+        the whole jump, and the jump's check would find it never ran. None when no process
+        of the kind may be killed."""
         process = self.processes[name]
         if process.alive() and name not in self.stopped and not process.overrides:
             return process
-        others = [p for p in self.processes.values()
-                  if p.kind == process.kind and p.alive() and p.name not in self.stopped]
+        others = [p for p in self.processes.values() if p.kind == process.kind and p.alive()
+                  and p.name not in self.stopped and p.name not in self.jumping]
         others.sort(key=lambda p: bool(p.overrides))
-        return others[0] if others else process
+        if others:
+            return others[0]
+        return None if name in self.stopped or name in self.jumping else process
 
     def _close(self, fault, **extra):
         for record in reversed(self.faults):
