@@ -332,7 +332,7 @@ class ScheduledRunsInsert:
                 f"scheduled_for), ev AS ({event_queries.insert_sql(_SCHEDULED_EVENTS)}) SELECT id FROM ins"
             )
 
-    def run(self, ids, rows, now, advanced, *, careful=False):
+    def run(self, ids, rows, now, advanced, *, careful):
         """Insert ``rows`` (with ``ids``) and advance the jobs ``advanced`` ((id, next due
         time, expired at) each); returns the ids inserted. Not ``careful``: an occurrence
         that already has its row raises a unique violation (the statement does nothing)."""

@@ -1,8 +1,8 @@
 """Keeping statements that are given their rows' keys on those keys (PostgreSQL).
 
 A worker's claim, recording and heartbeat and a scheduler's advance name the rows they touch
-by key (a batch's ids in an array, up to a few thousand) and check each row's state. PostgreSQL chooses how to
-reach the rows from its statistics, which are never right for such a table: they describe a
+by key (a batch's ids in an array, up to a few thousand) and check each row's state.
+PostgreSQL chooses how to reach the rows from its statistics, which are never right for such a table: they describe a
 history whose runs are nearly all finished while a burst waits, or a table far smaller than
 it has grown since the last ANALYZE. How they misled it, found in the benchmarks'
 statements (bench/README.md, "Figures behind the code"):

@@ -6,6 +6,7 @@ import pytest
 
 from apps.accounts.services import suspend_organization
 from apps.executions.models import Execution
+from apps.eventstream.models import OutboxEntry
 from apps.executions.queries import ScheduledRunsInsert
 from apps.executions.scheduling.tick import claim_due
 from apps.jobs.models import Job
@@ -54,7 +55,7 @@ def scheduler_writes(monkeypatch):
     """Whether each of the scheduler's writes (queries.ScheduledRunsInsert) skipped conflicts."""
     sent, run = [], ScheduledRunsInsert.run
 
-    def recording_run(self, *args, careful=False, **kwargs):
+    def recording_run(self, *args, careful, **kwargs):
         sent.append(careful)
         return run(self, *args, careful=careful, **kwargs)
 
@@ -69,8 +70,11 @@ def test_a_tick_inserts_without_conflict_handling_when_nothing_is_recorded_yet(t
     assert scheduler_writes == [False]
 
 
+@pytest.mark.parametrize("event_stream", [False, True])
 def test_an_occurrence_already_recorded_is_skipped_and_the_rest_of_its_batch_dispatched(tenant, make_job,
-                                                                                         scheduler_writes):
+                                                                                         scheduler_writes,
+                                                                                         settings, event_stream):
+    settings.EVENT_STREAM = event_stream
     recorded = schedule_job(make_job, tenant, T0, cron_expression="*/5 * * * *")
     fresh = schedule_job(make_job, tenant, T0)
     Execution.objects.create(job=recorded, organization=recorded.organization, scheduled_for=T0,
@@ -86,6 +90,9 @@ def test_an_occurrence_already_recorded_is_skipped_and_the_rest_of_its_batch_dis
     assert [item[0] for item in result.to_publish] == [Execution.objects.get(job=fresh).id]
     recorded.refresh_from_db()
     assert recorded.next_run_at == T0 + timedelta(minutes=5)
+    # the undone write's events went with it: one event, the fresh run's
+    events = list(OutboxEntry.objects.values_list("subject_id", "status"))
+    assert events == ([(fresh.id, "queued")] if event_stream else [])
 
 
 def test_batch_size_bounds_a_tick_and_oldest_due_go_first(tenant, make_job):

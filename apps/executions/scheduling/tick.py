@@ -187,7 +187,7 @@ def _begin_claim():
     queries.begin_claim(CLAIM_IDLE_TIMEOUT_MS)
 
 
-def _process_batch(jobs, now, overloaded=frozenset(), scans=None, *, careful=True):
+def _process_batch(jobs, now, overloaded=frozenset(), scans=None, *, careful):
     """``scans``: the due scans of this batch (see _due_scan), by default a new memo;
     ``careful``: see _write."""
     result = TickResult(claimed=len(jobs))
@@ -376,7 +376,7 @@ _new, _set = object.__new__, object.__setattr__
 _UNKNOWN_SAFETY = uuid.SafeUUID.unknown
 
 
-def _write(ids, rows, now, updates, *, careful=True):
+def _write(ids, rows, now, updates, *, careful):
     """Insert the rows (trigger ``schedule``, created at ``now``) and write every claimed
     job's next due time (``updates``). ``careful``: occurrences that already have a row are
     skipped; otherwise (PostgreSQL) one of them raises IntegrityError, a unique violation.
