@@ -12,10 +12,11 @@ until its response is sent.
 """
 
 import atexit
-import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
+
+from cronsvc.gc_tuning import BATCH_YOUNG_THRESHOLD, freeze_startup_objects
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
@@ -23,8 +24,6 @@ application = get_wsgi_application()
 from apps.monitors.fastlane import PingFastLane  # noqa: E402 - needs the apps loaded
 
 application = PingFastLane(application)  # /ping/...: without the pages' middleware
-
-GC_YOUNG_THRESHOLD = 10_000
 
 
 def _settle():
@@ -38,9 +37,7 @@ def _settle():
     warn_if_uncollected(settings.STATIC_ROOT)
 
     get_resolver().url_patterns  # noqa: B018 - import every view module now
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+    freeze_startup_objects(BATCH_YOUNG_THRESHOLD)
     # A web process that stops drops its live gauges from the multiprocess /metrics.
     atexit.register(process_exited)
     atexit.register(usage.flush)  # the pings this process counted and has not stored yet

@@ -1,4 +1,3 @@
-import gc
 import logging
 import os
 import signal
@@ -10,6 +9,8 @@ from celery import shared_task
 from celery.signals import (task_postrun, task_prerun, worker_process_init, worker_process_shutdown, worker_ready,
                             worker_shutdown)
 from django.db import close_old_connections
+
+from cronsvc.gc_tuning import freeze_startup_objects
 
 from . import purging
 from .worker import deadletters, scripts
@@ -71,12 +72,9 @@ def _reuse_connections(**kwargs):
 @worker_ready.connect
 @worker_process_init.connect
 def _freeze_startup_objects(**kwargs):
-    """Move what start-up made (modules, classes, settings: ~100k objects that live as long
-    as the process) out of the garbage collector's sight. Otherwise every full collection walks
-    them all again, a cost a busy worker pays on its hot path (bench/README.md, "Figures behind
-    the code")."""
-    gc.collect()
-    gc.freeze()
+    """What start-up made lives as long as the process: out of the collector's sight
+    (cronsvc.gc_tuning)."""
+    freeze_startup_objects()
 
 
 @worker_ready.connect
