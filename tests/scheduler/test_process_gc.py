@@ -41,3 +41,12 @@ def test_freezing_keeps_python_s_young_threshold_unless_asked(restored_gc):
     assert gc.get_threshold() == before
     freeze_startup_objects(5_000)
     assert gc.get_threshold() == (5_000, *before[1:])
+
+
+def test_a_worker_process_freezes_its_start_up_objects_when_it_starts(restored_gc):
+    from apps.executions import tasks  # its hook runs on Celery's worker_process_init
+
+    gc.unfreeze()
+    tasks._freeze_startup_objects()
+    assert gc.get_freeze_count() > 10_000
+    assert gc.get_threshold()[0] == BATCH_YOUNG_THRESHOLD
