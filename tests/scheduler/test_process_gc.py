@@ -1,6 +1,7 @@
 """A scheduler process hides what it loaded at start-up from the garbage collector before
-its loop starts (cronsvc.gc_tuning): full collections walking Django's and Celery's objects
-again and again were a quarter of a scheduler's CPU (bench/README.md, "Figures behind the code")."""
+its loop starts, and a worker process when it starts (cronsvc.gc_tuning): full collections
+walking Django's and Celery's objects again and again were a quarter of a scheduler's CPU
+(bench/README.md, "Figures behind the code")."""
 
 import gc
 
