@@ -117,8 +117,8 @@ def main():
     if not (args.reuse and loaded(bench, args.jobs)):
         log(f"loading {args.jobs:,} jobs")
         bench.load_jobs(args.jobs, "http://127.0.0.1:9/sink")
-    from cronsvc.gc_tuning import BATCH_YOUNG_THRESHOLD, freeze_startup_objects
-    freeze_startup_objects(BATCH_YOUNG_THRESHOLD)  # as manage.py run_scheduler does before its loop
+    from cronsvc.gc_tuning import freeze_startup_objects
+    freeze_startup_objects()  # as manage.py run_scheduler does before its loop
     enabled = bench.sql("SELECT count(*) FROM bench_job", fetch=True)[0][0]
     due = min(enabled, args.due or enabled)
     batch_size = args.batch_size or settings.SCHEDULER_BATCH_SIZE

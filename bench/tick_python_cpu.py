@@ -42,9 +42,9 @@ def main():
     from apps.jobs.models import Job
     from apps.sql import bulk
     from apps.sql import clock as database_clock
-    from cronsvc.gc_tuning import BATCH_YOUNG_THRESHOLD, freeze_startup_objects
+    from cronsvc.gc_tuning import freeze_startup_objects
 
-    freeze_startup_objects(BATCH_YOUNG_THRESHOLD)  # as manage.py run_scheduler does before its loop
+    freeze_startup_objects()  # as manage.py run_scheduler does before its loop
     bench.reset_jobs(args.due, vacuum=False)
     now = database_clock.reading().at
     bench.schedule_jobs(args.due, "%s::timestamptz", [now])

@@ -16,7 +16,7 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-from cronsvc.gc_tuning import BATCH_YOUNG_THRESHOLD, freeze_startup_objects
+from cronsvc.gc_tuning import freeze_startup_objects
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
@@ -37,7 +37,7 @@ def _settle():
     warn_if_uncollected(settings.STATIC_ROOT)
 
     get_resolver().url_patterns  # noqa: B018 - import every view module now
-    freeze_startup_objects(BATCH_YOUNG_THRESHOLD)
+    freeze_startup_objects()
     # A web process that stops drops its live gauges from the multiprocess /metrics.
     atexit.register(process_exited)
     atexit.register(usage.flush)  # the pings this process counted and has not stored yet

@@ -6,20 +6,18 @@ collector's sight. Otherwise every full collection walks those objects again: a 
 tens of milliseconds, several times a minute on a busy process, paid on its hot path (a
 scheduler spent a quarter of its CPU there; bench/README.md, "Figures behind the code").
 
-``young_threshold``: allocations between two young collections (Python's default is 700).
-A unit of work that allocates more than that (a page of 50 jobs, a tick of 500 claimed jobs)
-otherwise has its objects promoted to the older generations while they are still in use,
-and collected there, at a higher cost, once the work is done.
+Young collections then run every ``YOUNG_THRESHOLD`` allocations (Python's default is 700):
+a unit of work that allocates more than that (a page of 50 jobs, a tick of 500 claimed jobs,
+a batch of 250 runs) otherwise has its objects promoted to the older generations while they
+are still in use, and collected there, at a higher cost, once the work is done.
 """
 
 import gc
 
-#: For a process whose unit of work allocates thousands of objects (a page, a tick).
-BATCH_YOUNG_THRESHOLD = 10_000
+YOUNG_THRESHOLD = 10_000
 
 
-def freeze_startup_objects(young_threshold=None):
+def freeze_startup_objects():
     gc.collect()
     gc.freeze()
-    if young_threshold is not None:
-        gc.set_threshold(young_threshold, *gc.get_threshold()[1:])
+    gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])

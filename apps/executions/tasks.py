@@ -10,7 +10,7 @@ from celery.signals import (task_postrun, task_prerun, worker_process_init, work
                             worker_shutdown)
 from django.db import close_old_connections
 
-from cronsvc.gc_tuning import BATCH_YOUNG_THRESHOLD, freeze_startup_objects
+from cronsvc.gc_tuning import freeze_startup_objects
 
 from . import purging
 from .worker import deadletters, scripts
@@ -74,7 +74,7 @@ def _reuse_connections(**kwargs):
 def _freeze_startup_objects(**kwargs):
     """What start-up made lives as long as the process: out of the collector's sight
     (cronsvc.gc_tuning)."""
-    freeze_startup_objects(BATCH_YOUNG_THRESHOLD)
+    freeze_startup_objects()
 
 
 @worker_ready.connect

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from apps.executions.scheduling.process import SchedulerLoop
-from cronsvc.gc_tuning import BATCH_YOUNG_THRESHOLD, freeze_startup_objects
+from cronsvc.gc_tuning import YOUNG_THRESHOLD
 
 
 @pytest.fixture
@@ -31,17 +31,7 @@ def test_the_scheduler_command_freezes_its_start_up_objects_before_its_loop(rest
     gc.unfreeze()
     call_command("run_scheduler")
     assert seen["frozen"] > 10_000  # Django and the apps at least
-    assert seen["young"] == BATCH_YOUNG_THRESHOLD
-
-
-def test_freezing_keeps_python_s_young_threshold_unless_asked(restored_gc):
-    gc.unfreeze()
-    before = gc.get_threshold()
-    freeze_startup_objects()
-    assert gc.get_freeze_count() > 0
-    assert gc.get_threshold() == before
-    freeze_startup_objects(5_000)
-    assert gc.get_threshold() == (5_000, *before[1:])
+    assert seen["young"] == YOUNG_THRESHOLD
 
 
 def test_a_worker_process_freezes_its_start_up_objects_when_it_starts(restored_gc):
@@ -50,4 +40,4 @@ def test_a_worker_process_freezes_its_start_up_objects_when_it_starts(restored_g
     gc.unfreeze()
     tasks._freeze_startup_objects()
     assert gc.get_freeze_count() > 10_000
-    assert gc.get_threshold()[0] == BATCH_YOUNG_THRESHOLD
+    assert gc.get_threshold()[0] == YOUNG_THRESHOLD

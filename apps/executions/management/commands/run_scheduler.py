@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from apps.executions.scheduling.process import SchedulerLoop
-from cronsvc.gc_tuning import BATCH_YOUNG_THRESHOLD, freeze_startup_objects
+from cronsvc.gc_tuning import freeze_startup_objects
 
 
 class Command(BaseCommand):
@@ -16,5 +16,5 @@ class Command(BaseCommand):
         loop = SchedulerLoop(batch_size=batch_size, max_sleep=max_sleep, sweep_interval=sweep_interval)
         loop.install_signal_handlers()
         # A tick claims hundreds of jobs and allocates thousands of objects (cronsvc.gc_tuning).
-        freeze_startup_objects(BATCH_YOUNG_THRESHOLD)
+        freeze_startup_objects()
         loop.run()
