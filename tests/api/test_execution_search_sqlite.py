@@ -3,14 +3,10 @@ PostgreSQL's only) and ?q= falls back to substrings of the error and the body, t
 API, in a process of its own on a fresh SQLite database."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.embedded import embedded_shell
 
 SCRIPT = """
 import json
@@ -49,17 +45,7 @@ print("RESULT " + json.dumps(out))
 
 @pytest.mark.slow
 def test_the_embedded_sqlite_search_finds_substrings(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"}}
-    env["VAR_DIR"] = str(tmp_path)
-
-    def manage(*args):
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                                capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, result.stderr[-3000:]
-        return result.stdout
-
-    manage("migrate", "--verbosity", "0")
-    line = next(line for line in manage("shell", "--no-imports", "-c", SCRIPT).splitlines() if line.startswith("RESULT "))
+    line = next(line for line in embedded_shell(tmp_path, SCRIPT).splitlines() if line.startswith("RESULT "))
     assert json.loads(line.removeprefix("RESULT ")) == {
         "TIMED out": [0], '"service unavailable"': [1], "ord-98765 or timed": [0, 2], "timed -read": [],
         "503": [1], "-x": "invalid_search", "5xx": [1]}

@@ -1,20 +1,14 @@
 """Each organization's job count is kept by database triggers (apps.jobs.jobcount), on
 PostgreSQL here and on the embedded SQLite in a process of its own."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from django.db import connection
 
 from apps.accounts.models import Organization
 from apps.jobs.jobcount import ensure_triggers, trigger_names
-from apps.jobs.queries import job_count
 from apps.jobs.models import Job, OrganizationJobCount
-
-ROOT = Path(__file__).resolve().parents[2]
+from apps.jobs.queries import job_count
+from tests.support.embedded import embedded_shell
 
 
 def _counted(*tenants):
@@ -119,17 +113,7 @@ print(job_count(first.organization.pk), job_count(second.organization.pk))
 
 @pytest.mark.slow
 def test_the_embedded_sqlite_keeps_the_counts_too(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"}}
-    env["VAR_DIR"] = str(tmp_path)
-
-    def manage(*args):
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                                capture_output=True, text=True, timeout=180)
-        assert result.returncode == 0, result.stderr
-        return result.stdout
-
-    manage("migrate", "--verbosity", "0")
-    assert manage("shell", "--no-imports", "-c", SQLITE_SCRIPT).split() == ["2", "1", "0", "2", "1", "2", "2", "2"]
+    assert embedded_shell(tmp_path, SQLITE_SCRIPT).split() == ["2", "1", "0", "2", "1", "2", "2", "2"]
 
 
 @pytest.mark.django_db
