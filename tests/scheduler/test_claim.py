@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 
 from apps.accounts.services import suspend_organization
+from apps.executions import queries
 from apps.executions.models import Execution
 from apps.eventstream.models import OutboxEntry
 from apps.executions.queries import ScheduledRunsInsert
@@ -12,6 +13,7 @@ from apps.executions.scheduling.tick import claim_due
 from apps.jobs.models import Job
 from apps.jobs.scheduling import due_time, next_occurrence
 from apps.jobs.services import pause_job, resume_job
+from apps.sql.bulk import binding_cursor
 from tests.conftest import utc
 
 T0 = utc(2027, 3, 1, 12, 0)
@@ -210,3 +212,27 @@ def test_jitter_delays_the_due_time_but_not_the_occurrence(tenant, make_job):
     assert executions(job) == [(first, "queued", "")]
     job.refresh_from_db()
     assert job.next_run_at == first + timedelta(hours=1) + offset
+
+
+def plan_nodes(node, inside_lock=False):
+    """(node type, parent relationship, under a LockRows node) of each node of a JSON plan."""
+    yield node["Node Type"], node.get("Parent Relationship"), inside_lock
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child, inside_lock or node["Node Type"] == "LockRows")
+
+
+def test_the_claim_runs_its_per_job_subqueries_for_the_jobs_it_locked_only(tenant, make_job, monkeypatch):
+    # Below the row locks, the organization's state and the unfinished-run check would run
+    # for every row read, also those another scheduler holds and SKIP LOCKED passes over.
+    schedule_job(make_job, tenant, T0, overlap_policy="forbid")
+    sent = []
+    fetch = queries.fetch_binary
+    monkeypatch.setattr(queries, "fetch_binary", lambda sql, params: sent.append((sql, params)) or fetch(sql, params))
+    assert claim_due(T0, batch_size=100).claimed == 1
+    (sql, params), = sent
+    with binding_cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params, binary=True)
+        nodes = list(plan_nodes(cursor.fetchone()[0][0]["Plan"]))
+    assert any(kind == "LockRows" for kind, _, _ in nodes), nodes
+    subplans = [(kind, inside) for kind, relationship, inside in nodes if relationship == "SubPlan"]
+    assert len(subplans) == 2 and not any(inside for _, inside in subplans), nodes

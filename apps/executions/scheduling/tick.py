@@ -25,6 +25,7 @@ reason, or run as its policy says): its ``next_run_at`` moves to the first occur
 recorded yet, which is still due, so the next tick takes it again. None is dropped.
 """
 
+import functools
 import logging
 import operator
 import os
@@ -157,30 +158,51 @@ def claim_due(now, batch_size, overloaded=frozenset()):
 
 def _claim_due(now, batch_size, overloaded, *, careful):
     with transaction.atomic():
-        rows = _fetch(
-            Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now)
-            .order_by("next_run_at")
-            .select_for_update(skip_locked=True, of=("self",))
-            .annotate(org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN, **_AS_TEXT)
-            .values_list(*_CLAIM_VALUES, "org_queue", "unfinished_run")[:batch_size]
-        )
+        due = (Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now)
+               .order_by("next_run_at").select_for_update(skip_locked=True, of=("self",))[:batch_size])
+        rows = _fetch(due)
         if not rows:
             return TickResult()
         return _process_batch([ClaimedJob._make(row) for row in rows], now, overloaded, careful=careful)
 
 
-def _fetch(queryset):
-    """The rows of a values_list queryset (of plain columns: no from_db_value converters)
-    as tuples. On PostgreSQL, after the transaction's settings (_begin_claim), the ORM's SQL runs
-    on a binary cursor: psycopg decodes timestamps and uuids in C, where Django's loader for
-    timestamps is Python."""
+#: What a claimed job's row is read as: its claim fields and what the tick needs besides.
+_CLAIMED = (Job.objects.order_by().annotate(org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN, **_AS_TEXT)
+            .values_list(*_CLAIM_VALUES, "org_queue", "unfinished_run"))
+
+
+def _fetch(due):
+    """The claimed jobs as tuples of _CLAIMED's values: ``due``, the queryset that locks them,
+    read through _CLAIMED.
+
+    On PostgreSQL the jobs are locked first and their subqueries (the organization's state,
+    an unfinished run) run for the locked ones only: the SQL is ``SELECT <_CLAIMED's values>
+    FROM (<due's SQL>) AS jobs_job``. Subqueries in the locking query itself would run for
+    every row it reads, also the rows another scheduler holds, which SKIP LOCKED then passes
+    over: with two schedulers, ~500 such rows a tick (bench/README.md, "Figures behind the
+    code"). And after the transaction's settings (_begin_claim), the SQL runs on a binary
+    cursor: psycopg decodes timestamps and uuids in C, where Django's loader for timestamps is
+    Python."""
     if not on_postgresql():
-        return list(queryset)
+        return list(_CLAIMED.filter(pk__in=due.values("pk")))
+    select, select_params = _claimed_select()
+    lock_sql, lock_params = due.query.sql_with_params()
     _begin_claim()
     # A lost session (PostgreSQL restarted, or the claim's idle timeout ended it while this
     # process was paused) raises Django's OperationalError there, which the loop backs off
     # from, instead of psycopg's error ending the process.
-    return queries.fetch_binary(*queryset.query.sql_with_params())
+    return queries.fetch_binary(f'{select} FROM ({lock_sql}) AS "{Job._meta.db_table}"',
+                                (*select_params, *lock_params))
+
+
+@functools.cache
+def _claimed_select():
+    """_CLAIMED's SQL without its FROM clause, and its parameters (constants): compiled once."""
+    sql, params = _CLAIMED.query.sql_with_params()
+    table = f' FROM "{Job._meta.db_table}"'
+    if not sql.endswith(table):  # _CLAIMED reads the one table, unfiltered
+        raise AssertionError(f"unexpected SQL for the claimed jobs: {sql}")
+    return sql[:-len(table)], tuple(params)
 
 
 def _begin_claim():
