@@ -90,7 +90,7 @@ def one_round(bench, due, batch_size, profile=None, backlog_batch_size=None):
     wal = bench.sql("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", [wal_start], fetch=True)[0][0]
     recorded = bench.sql("SELECT count(*) FROM executions_execution WHERE scheduled_for <= %s", [at],
                          fetch=True)[0][0]
-    left = bench.sql("SELECT count(*) FROM jobs_job WHERE enabled AND next_run_at <= %s", [at], fetch=True)[0][0]
+    left = bench.sql("SELECT count(*) FROM jobs_jobdue WHERE next_run_at <= %s", [at], fetch=True)[0][0]
     return {"recorded": recorded, "left": left, "wall": wall, "cpu_us": cpu / recorded * 1e6,
             "pg_us": pg / recorded * 1e6, "wal_bytes": float(wal) / recorded, "statements": statements[0] / recorded,
             "load": os.getloadavg()[0]}

@@ -39,7 +39,7 @@ def main():
 
     from apps.executions import queries
     from apps.executions.scheduling import tick
-    from apps.jobs.models import Job
+    from apps.jobs.models import JobDue
     from apps.sql import bulk
     from apps.sql import clock as database_clock
     from cronsvc.gc_tuning import freeze_startup_objects
@@ -48,12 +48,9 @@ def main():
     bench.reset_jobs(args.due, vacuum=False)
     now = database_clock.reading().at
     bench.schedule_jobs(args.due, "%s::timestamptz", [now])
-    extra = tick.ClaimedJob._fields[len(tick._CLAIM_VALUES):]  # the organization's state, the unfinished run
-    annotations = {name: getattr(tick, f"_{name.upper()}") for name in extra if hasattr(tick, f"_{name.upper()}")}
     with transaction.atomic():
-        rows = tick._fetch(
-            Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now).order_by("next_run_at")
-            .annotate(**annotations, **tick._AS_TEXT).values_list(*tick._CLAIM_VALUES, *extra)[:args.due])
+        rows = tick._fetch(JobDue.objects.filter(next_run_at__isnull=False, next_run_at__lte=now)
+                           .order_by("next_run_at")[:args.due])
     jobs = [tick.ClaimedJob._make(row) for row in rows]
     bench.reset_jobs(args.due, vacuum=False)  # not due any more
     connection.ensure_connection()

@@ -44,15 +44,14 @@ def load(*, seed, jobs, interval, target_url, start, burst=None):
 
 def disable_all():
     """Stop every job; returns {job id: (start_at, interval, next_run_at)} as of the moment
-    it stopped. The UPDATE waits for any claim holding a job's row, so each returned
+    it stopped. Locking the due times waits for any claim holding one, so each returned
     ``next_run_at`` is the one after the last occurrence a scheduler handled."""
-    from django.db import connection
+    from django.db import connection, transaction
 
-    from apps.jobs.models import Job
+    from apps.jobs.models import Job, JobDue
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {Job._meta.db_table} SET enabled = false "
-            "RETURNING id, start_at, interval_seconds, next_run_at"
-        )
-        return {row[0]: row[1:] for row in cursor.fetchall()}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SELECT job_id, next_run_at FROM {JobDue._meta.db_table} FOR UPDATE")
+        due = dict(cursor.fetchall())
+        cursor.execute(f"UPDATE {Job._meta.db_table} SET enabled = false RETURNING id, start_at, interval_seconds")
+        return {job_id: (start_at, interval, due.get(job_id)) for job_id, start_at, interval in cursor.fetchall()}

@@ -167,13 +167,13 @@ DELETION_PAUSE_REASON = "organization deletion requested"
 
 
 def _stop_schedules(organization):
-    """Disable everything enabled that fires on its own (jobs: enabled + next_run_at), found
-    by its fields so this app need not import the jobs app. What is already paused keeps its
-    own reason, so a cancelled deletion leaves it paused."""
+    """Disable everything enabled that fires on its own (jobs: ``enabled`` and a due time,
+    which disabling clears), found by its attributes so this app need not import the jobs
+    app. What is already paused keeps its own reason, so a cancelled deletion leaves it paused."""
     for model, lookup in organization_tables():
         names = {f.name for f in model._meta.concrete_fields}
-        if {"enabled", "next_run_at"} <= names:
-            changes = {"enabled": False, "next_run_at": None}
+        if "enabled" in names and hasattr(model, "next_run_at"):
+            changes = {"enabled": False}
             if "paused_reason" in names:
                 changes["paused_reason"] = DELETION_PAUSE_REASON
             model._base_manager.filter(**{lookup: organization, "enabled": True}).update(**changes)

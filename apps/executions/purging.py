@@ -63,7 +63,8 @@ def delete_jobs(jobs):
     ids = [job.pk for job in jobs]
     with transaction.atomic():
         release_dependents(Job, ids, keep={Execution})
-        # The rows last: a scheduler claiming a job holds it, and its new runs are then visible.
+        # The rows last. A scheduler claiming a job holds its due row (JobDue), whose delete
+        # among the dependents above waits for the claim's commit: its new runs are then visible.
         Job._base_manager.filter(pk__in=ids)._raw_delete(connection.alias)
         DeletedJob.objects.bulk_create([DeletedJob(job_id=job.pk, organization_id=job.organization_id)
                                         for job in jobs])

@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 
 from apps.eventstream import outbox
 from apps.eventstream import queries as event_queries
-from apps.jobs.models import Job, OrganizationJobCount
+from apps.jobs.models import Job, JobDue, OrganizationJobCount
 from apps.sql.bulk import Unnest, binding_cursor
 from apps.sql.planning import checked_per_row, reach_rows_by_key
 from apps.sql.rows import fetch_all, select_list
@@ -242,15 +242,22 @@ def owners(project_ids, organization_ids):
 
 # --- scheduling --------------------------------------------------------------------------
 
-#: Each claimed job's next due time (and when it expired, if it did).
-ADVANCED = Unnest([("id", "uuid"), ("next_run_at", "timestamptz"), ("expired_at", "timestamptz")])
+#: Each claimed job's next due time (its narrow row, apps.jobs.models.JobDue) and, for the few
+#: that expired, when: only those jobs' own rows are written.
+ADVANCED = Unnest([("id", "uuid"), ("next_run_at", "timestamptz")])
+EXPIRED = Unnest([("id", "uuid"), ("expired_at", "timestamptz")], alias="x")
 ADVANCE_JOBS = (
-    f"UPDATE {_quote(Job._meta.db_table)} AS j SET next_run_at = v.next_run_at, "
-    "expired_at = COALESCE(v.expired_at, j.expired_at) "
-    f"FROM {ADVANCED.source} WHERE j.id = v.id"
+    f"adv AS (UPDATE {_quote(JobDue._meta.db_table)} AS d SET next_run_at = v.next_run_at "
+    f"FROM {ADVANCED.source} WHERE d.job_id = v.id), "
+    f"exp AS (UPDATE {_quote(Job._meta.db_table)} AS j SET expired_at = x.expired_at "
+    f"FROM {EXPIRED.source} WHERE j.id = x.id)"
 )
 
 
+def advance_params(advanced):
+    """ADVANCE_JOBS's parameters from ``advanced``: (job id, next due time, expired at or None)."""
+    return [*ADVANCED.params((job_id, next_at) for job_id, next_at, _ in advanced),
+            *EXPIRED.params((job_id, expired_at) for job_id, _, expired_at in advanced if expired_at is not None)]
 
 
 # --- running the scheduler's statements (apps.executions.scheduling.tick) -----------------------
@@ -275,8 +282,8 @@ def begin_claim(idle_milliseconds):
 
 
 class ScheduledRunsInsert:
-    """A claim's writes in one statement (one round trip): ``WITH adv AS (UPDATE jobs ...
-    FROM unnest(<ADVANCED's arrays>)), ins AS (INSERT INTO executions SELECT ... FROM
+    """A claim's writes in one statement (one round trip): ``WITH adv AS (UPDATE jobdue ...
+    FROM unnest(<ADVANCED's arrays>)), exp AS (UPDATE jobs ... <EXPIRED's>), ins AS (INSERT INTO executions SELECT ... FROM
     unnest(<one binary array per varying column>) RETURNING id) SELECT id FROM ins``. The
     two parts write different tables (no foreign key joins them in the database), so one
     statement does what the two did. Built once per process from the model: every column
@@ -324,10 +331,10 @@ class ScheduledRunsInsert:
         # writes each inserted run's event (queued or skipped) to the outbox from its rows.
         self.sql = {}
         for careful, conflicts in ((False, ""), (True, " ON CONFLICT DO NOTHING")):
-            self.sql[careful, False] = (f"WITH adv AS ({ADVANCE_JOBS}), "
+            self.sql[careful, False] = (f"WITH {ADVANCE_JOBS}, "
                                         f"ins AS ({insert}{conflicts} RETURNING id) SELECT id FROM ins")
             self.sql[careful, True] = (
-                f"WITH adv AS ({ADVANCE_JOBS}), "
+                f"WITH {ADVANCE_JOBS}, "
                 f"ins AS ({insert}{conflicts} RETURNING id, job_id, organization_id, status, skip_reason, "
                 f"scheduled_for), ev AS ({event_queries.insert_sql(_SCHEDULED_EVENTS)}) SELECT id FROM ins"
             )
@@ -338,7 +345,7 @@ class ScheduledRunsInsert:
         that already has its row raises a unique violation (the statement does nothing)."""
         constants = [now if column == "created_at" else value for column, value in self.constants]
         arrays = self.rows.params((execution_id, *row) for execution_id, row in zip(ids, rows))
-        params = [*ADVANCED.params(advanced), *constants, *arrays]
+        params = [*advance_params(advanced), *constants, *arrays]
         with_events = outbox.enabled()
         if with_events:
             params.append(now)

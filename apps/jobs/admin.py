@@ -8,7 +8,9 @@ from apps.accounts.admin_helpers import HidesSecrets, ReadOnlyAdmin
 from cronsvc.schedules import ScheduleError
 from cronsvc.schedules.window_parse import blackouts_to_list, parse_blackouts, parse_windows, windows_to_list
 
-from . import services, versions
+from apps.sql.clock import database_now
+
+from . import services, validation, versions
 from .models import Job, JobVersion
 
 
@@ -48,9 +50,16 @@ class JobAdmin(HidesSecrets, admin.ModelAdmin):
     show_full_result_count = False
     actions = ["pause", "resume"]
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).with_due()
+
     def save_model(self, request, obj, form, change):
-        """An operator's edit keeps a version too (apps.jobs.versions), in the save's transaction."""
+        """An operator's edit keeps a version too (apps.jobs.versions), in the save's transaction.
+        A new job, a schedule edit or a re-enable sets the due time from now, as the API's do."""
         author = versions.Author(user=request.user)
+        changed = set(form.changed_data) if form is not None else set()
+        if obj.enabled and (not change or {"enabled", "jitter_seconds", *validation.SCHEDULE_FIELDS} & changed):
+            services.reschedule(obj, now=database_now())
         with transaction.atomic():
             if not change:
                 super().save_model(request, obj, form, change)

@@ -26,7 +26,7 @@ from cronsvc.schedules.parse import format_instant
 
 from .health import STATUSES, health_filter
 from . import queries
-from .models import Job, JobDependency
+from .models import Job, JobDependency, JobDue
 from .links import attach_links
 from .schedule_serializers import RunsSerializer, SchedulePreviewSerializer
 
@@ -120,11 +120,12 @@ def job_of(actor, pk):
     except DjangoValidationError:
         return None
     found = rows.fetch_all(queries.job_with_links_sql(), [rows.db_value(Job, "id", pk),
-                                 rows.db_value(Job, "organization", actor.organization.pk)], Job, JobDependency)
+                                 rows.db_value(Job, "organization", actor.organization.pk)], Job, JobDependency, JobDue)
     if not found or (actor.project_ids is not None and found[0][0].project_id not in actor.project_ids):
         return None
     job = found[0][0]
-    return attach_links([job], [(dependency, name) for _, dependency, name in found])[0]
+    job.loaded_due(found[0][2].next_run_at)
+    return attach_links([job], [(dependency, name) for _, dependency, _, name in found])[0]
 
 
 class ListedJobs:
@@ -152,10 +153,11 @@ class ListedJobs:
             raise TypeError("ListedJobs reads pages: slices without a step")
         start, stop = page.start or 0, page.stop
         found = rows.fetch_all(queries.job_page_sql(project_count=self.project_count),
-                               [*self.params, max(stop - start, 0), start], Job)
-        for job, has_links in found:
+                               [*self.params, max(stop - start, 0), start], Job, JobDue)
+        for job, due, has_links in found:
             job.has_links = bool(has_links)  # SQLite answers EXISTS with 0 or 1
-        return [job for job, _ in found]
+            job.loaded_due(due.next_run_at)
+        return [job for job, _, _ in found]
 
 
 def listed_jobs(actor, query_params, ordering_param):

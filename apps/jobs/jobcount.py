@@ -16,19 +16,20 @@ migration of the jobs table would lose them silently. Whenever one is missing, i
 from django.db import connections, transaction
 
 from . import queries
-from .models import Job, OrganizationJobCount
+from .models import Job, JobDue, OrganizationJobCount
 
 
 def trigger_names(using="default"):
-    """The count triggers on the jobs table of database ``using``."""
+    """The triggers on the jobs table of database ``using``: the count's and the due time's."""
     return sorted(queries.count_triggers(using)["triggers"])
 
 
 def ensure_triggers(using="default"):
-    """Install whichever count triggers are missing on database ``using``; recount if any were."""
+    """Install whichever triggers are missing on database ``using`` (the count's and the due
+    time's, apps.jobs.queries); recount if a count trigger was."""
     connection = connections[using]
     tables = set(connection.introspection.table_names())
     if not {Job._meta.db_table, OrganizationJobCount._meta.db_table} <= tables:
         return []  # migrated only part of the way (migrate <app> <migration>)
     with transaction.atomic(using=using):
-        return queries.install_count_triggers(using)
+        return queries.install_count_triggers(using, with_due=JobDue._meta.db_table in tables)

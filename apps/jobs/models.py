@@ -1,16 +1,43 @@
-from django.db import models
-from django.db.models import Q
+from django.db import models, transaction
+from django.db.models import F, Q
 from django.utils.timezone import now
 
 from apps.accounts.encryption import EncryptedJSONField
 from apps.sql.loading import QuickLoad
 from apps.sql.pgtypes import JSONField
-from apps.accounts.tenancy import tenant_manager
+from apps.accounts.tenancy import TenantQuerySet, tenant_manager
 from cronsvc.delivery.masking import SECRET_HEADER_NAMES
 from cronsvc.ids import uuid7
 
 # Headers whose values are credentials (SECRET_HEADER_NAMES) are stored encrypted
 # (Job.secret_headers) and never shown back. A customer may mark any other header secret too.
+
+#: What ``Job.next_run_at`` reads as an annotation (``JobQuerySet.with_due``).
+DUE_AT = "due_at"
+_UNSET = object()
+
+
+class JobQuerySet(TenantQuerySet):
+    tenant_path = "organization"
+
+    def with_due(self):
+        """The jobs with their due time read in the same query (``due_at``: no query a job),
+        also orderable as ``next_run_at``."""
+        return self.annotate(**{DUE_AT: F("due__next_run_at")}).alias(next_run_at=F("due__next_run_at"))
+
+    def bulk_create(self, objs, *args, **kwargs):
+        # ``Job(next_run_at=...)`` keeps its due time in the narrow table, which a plain bulk
+        # insert of the jobs would leave out.
+        created = super().bulk_create(objs, *args, **kwargs)
+        due = []
+        for job in created:
+            at = job.__dict__.pop("_next_run_at", None)
+            at = at if job.enabled else None
+            job.__dict__[DUE_AT] = at
+            if at is not None:
+                due.append(JobDue(job_id=job.pk, next_run_at=at))
+        JobDue.objects.using(self.db).bulk_create(due, batch_size=kwargs.get("batch_size"))
+        return created
 
 
 class Job(QuickLoad, models.Model):
@@ -149,8 +176,7 @@ class Job(QuickLoad, models.Model):
     priority = models.CharField(max_length=6, choices=Priority.choices, default=Priority.NORMAL,
                                 db_default=Priority.NORMAL)
 
-    # Running state
-    next_run_at = models.DateTimeField(null=True, blank=True)
+    # Running state. The due time (``next_run_at``) lives in JobDue, a narrow row of its own.
     last_run_at = models.DateTimeField(null=True, blank=True)
     last_status = models.CharField(max_length=12, blank=True)
     consecutive_failures = models.PositiveIntegerField(default=0)
@@ -162,18 +188,11 @@ class Job(QuickLoad, models.Model):
     created_at = models.DateTimeField(default=now)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = tenant_manager("organization")
+    objects = JobQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
         indexes = [
-            # The scheduler's "what is due?" question reads only enabled jobs, oldest due
-            # first; the partial index keeps paused and finished jobs out of that scan.
-            models.Index(
-                fields=["next_run_at"],
-                name="job_due",
-                condition=Q(enabled=True, next_run_at__isnull=False),
-            ),
             models.Index(fields=["project", "name"], name="job_project_name"),
             models.Index(fields=["organization", "name"], name="job_org_name"),
         ]
@@ -181,13 +200,63 @@ class Job(QuickLoad, models.Model):
     def __str__(self):
         return self.name
 
+    @property
+    def next_run_at(self):
+        """When the scheduler next claims the job (JobDue), None while it is paused or has no
+        schedule. Set, it is written by the next ``save()``."""
+        value = self.__dict__.get("_next_run_at", _UNSET)
+        if value is _UNSET:
+            value = self.__dict__.get(DUE_AT, _UNSET)
+        if value is _UNSET:
+            value = None
+            if not self._state.adding:
+                value = JobDue.objects.using(self._state.db).filter(job_id=self.pk).values_list(
+                    "next_run_at", flat=True).first()
+            self.__dict__[DUE_AT] = value
+        return value
+
+    @next_run_at.setter
+    def next_run_at(self, value):
+        self.__dict__["_next_run_at"] = value
+
     def save(self, *args, update_fields=None, **kwargs):
         # Every save moves updated_at, also one limited to some fields: the workers keep
         # the jobs they send for and reload one when its (version, updated_at) moved
         # (apps/executions/worker/jobcache.py). Django's auto_now writes only the fields named.
+        writes_due = "_next_run_at" in self.__dict__
         if update_fields is not None:
-            update_fields = {*update_fields, "updated_at"}
-        super().save(*args, update_fields=update_fields, **kwargs)
+            # not named: a due time set stays unsaved, as a field would
+            writes_due = writes_due and "next_run_at" in update_fields
+            update_fields = {*update_fields, "updated_at"} - {"next_run_at"}
+        if not writes_due:
+            super().save(*args, update_fields=update_fields, **kwargs)
+            return
+        with transaction.atomic(using=kwargs.get("using") or self._state.db or "default"):
+            super().save(*args, update_fields=update_fields, **kwargs)
+            self.write_due()
+
+    def loaded_due(self, value):
+        """Take ``value`` as the due time stored (read beside the job, or known after a write
+        elsewhere): no query when read, nothing to write."""
+        self.__dict__.pop("_next_run_at", None)
+        self.__dict__[DUE_AT] = value
+
+    def write_due(self):
+        """Write the due time set since the job was loaded or saved, if one was (JobDue.write),
+        in the caller's transaction: ``save()`` does, and so must any other way of storing it."""
+        due = self.__dict__.pop("_next_run_at", _UNSET)
+        if due is not _UNSET:
+            self.__dict__[DUE_AT] = JobDue.write(self.pk, due, using=self._state.db or "default")
+
+    def refresh_from_db(self, using=None, fields=None, **kwargs):
+        wants_due = fields is None or "next_run_at" in fields
+        if fields is not None:
+            fields = [name for name in fields if name != "next_run_at"]
+        if wants_due:
+            self.__dict__.pop("_next_run_at", None)
+            self.__dict__.pop(DUE_AT, None)
+        if fields is None or fields:
+            super().refresh_from_db(using=using, fields=fields, **kwargs)
 
     def request_headers(self):
         """Every header the request carries: the plain ones and the decrypted secret ones."""
@@ -196,6 +265,34 @@ class Job(QuickLoad, models.Model):
     def secret_header_names(self):
         """Lower-cased names whose values must be masked wherever a request copy is shown."""
         return SECRET_HEADER_NAMES | {name.lower() for name in (self.secret_headers or {})}
+
+
+class JobDue(models.Model):
+    """A job's due time, in a row of its own: the scheduler claims and advances these narrow
+    rows (the job's row stays as it is), so an advance writes ~40 bytes and two index
+    entries instead of the job's whole row and each of its indexes (bench/README.md, "The
+    narrow schedule table"). A paused job has no due time: a trigger clears it when the job
+    is disabled, whatever disabled it (apps.jobs.queries, "the triggers")."""
+
+    job = models.OneToOneField(Job, primary_key=True, on_delete=models.CASCADE, related_name="due")
+    next_run_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # The scheduler's "what is due?" question, oldest due first.
+            models.Index(fields=["next_run_at"], name="jobdue_due", condition=Q(next_run_at__isnull=False)),
+        ]
+
+    def __str__(self):
+        return f"{self.job_id} due {self.next_run_at}"
+
+    @classmethod
+    def write(cls, job_id, next_run_at, *, using):
+        """Set the job's due time: ``next_run_at``, or None while the job is disabled (its
+        row says, not the caller's copy); returns the value stored."""
+        from .queries import write_due  # the queries module reads the models
+
+        return next_run_at if write_due(job_id, next_run_at, using) else None
 
 
 class JobVersion(models.Model):

@@ -12,10 +12,10 @@ from apps.sql.modes import on_postgresql
 
 from apps.projects.models import Project
 
-from .models import Job, JobDependency, OrganizationJobCount
+from .models import Job, JobDependency, JobDue, OrganizationJobCount
 
 _quote = connection.ops.quote_name
-J, C = Job._meta.db_table, OrganizationJobCount._meta.db_table
+J, C, D = Job._meta.db_table, OrganizationJobCount._meta.db_table, JobDue._meta.db_table
 
 # --- versions (apps.jobs.versions) -------------------------------------------------------
 
@@ -30,7 +30,31 @@ def next_version_number(job_id):
         return cursor.fetchone()[0]
 
 
+# --- a job's due time (apps.jobs.models.JobDue) ------------------------------------------
+
+# None while the job is disabled, whatever the caller's copy of the job says.
+_WRITE_DUE = (f"INSERT INTO {D} (job_id, next_run_at) SELECT id, CASE WHEN enabled THEN {{at}} END FROM {J} "
+              "WHERE id = %s ON CONFLICT (job_id) DO UPDATE SET next_run_at = EXCLUDED.next_run_at "
+              "RETURNING next_run_at IS NOT NULL")
+
+
+def write_due(job_id, next_run_at, using):
+    """Store the job's due time; returns whether one is stored (the job is enabled)."""
+    connection = connections[using]
+    sql = _WRITE_DUE.format(at="%s::timestamptz" if on_postgresql(using) else "%s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [rows.db_value(JobDue, "next_run_at", next_run_at, using),
+                             rows.db_value(Job, "id", job_id, using)])
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
 # --- the API's reads (apps.jobs.api, links, serializers; apps.sql.rows runs them) ---------
+
+
+# A job's due time (JobDue), read beside its row.
+_DUE_JOIN = f'LEFT JOIN "{D}" due ON due."job_id" = j."id"'
+_DUE = rows.select_list(JobDue, "due")
 
 
 def _marks(count):
@@ -38,11 +62,12 @@ def _marks(count):
 
 
 def job_with_links_sql():
-    """The job (by id and organization) with each of its dependency links and the linked
-    downstream job's name: one row per link, or one row of nulls after the job."""
+    """The job (by id and organization), its due time (JobDue's columns) and each of its
+    dependency links with the linked downstream job's name: one row per link, or one row of
+    nulls after the job and its due time."""
     job_table, link_table = Job._meta.db_table, JobDependency._meta.db_table
-    return (f'SELECT {rows.select_list(Job, "j")}, {rows.select_list(JobDependency, "d")}, dj."name" '
-            f'FROM "{job_table}" j '
+    return (f'SELECT {rows.select_list(Job, "j")}, {rows.select_list(JobDependency, "d")}, {_DUE}, '
+            f'dj."name" FROM "{job_table}" j {_DUE_JOIN} '
             f'LEFT JOIN "{link_table}" d ON d."upstream_id" = j."id" OR d."downstream_id" = j."id" '
             f'LEFT JOIN "{job_table}" dj ON dj."id" = d."downstream_id" '
             'WHERE j."id" = %s AND j."organization_id" = %s ORDER BY d."id"')
@@ -68,12 +93,12 @@ def _scope(project_count):
 
 def job_page_sql(*, project_count):
     """A page of the jobs list as the ORM writes it unfiltered (apps.jobs.api.JOB_HAS_LINKS,
-    the viewset's ordering): the jobs in ``_scope`` by name then id, each with whether it has
-    any dependency link; LIMIT and OFFSET given last."""
+    the viewset's ordering): the jobs in ``_scope`` by name then id, each with its due time
+    (JobDue's columns) and whether it has any dependency link; LIMIT and OFFSET given last."""
     link_table = JobDependency._meta.db_table
-    return (f'SELECT {rows.select_list(Job, "j")}, EXISTS (SELECT 1 FROM "{link_table}" d '
+    return (f'SELECT {rows.select_list(Job, "j")}, {_DUE}, EXISTS (SELECT 1 FROM "{link_table}" d '
             'WHERE d."upstream_id" = j."id" OR d."downstream_id" = j."id") '
-            f'FROM "{Job._meta.db_table}" j WHERE {_scope(project_count)} '
+            f'FROM "{Job._meta.db_table}" j {_DUE_JOIN} WHERE {_scope(project_count)} '
             'ORDER BY j."name", j."id" LIMIT %s OFFSET %s')
 
 
@@ -113,6 +138,14 @@ CLEAR_COUNTS = f"DELETE FROM {C}"
 RECOUNT = (f"INSERT INTO {C} (organization_id, jobs) "
            f"SELECT organization_id, COUNT(*) FROM {J} GROUP BY organization_id")
 
+# A disabled job has no due time (JobDue), whatever disabled it: a pause, the worker's
+# auto-disable (apps.executions.queries.UPDATE_JOB_HEALTH), an organization's deletion, the
+# admin. The scheduler's due index then holds enabled jobs only, and a paused job's stale time
+# never fires: every re-enable sets the due time again (apps.jobs.services.resume_job).
+DUE_TRIGGER = "jobs_job_disabled"
+CLEAR_DISABLED_DUE = (f"UPDATE {D} SET next_run_at = NULL WHERE next_run_at IS NOT NULL "
+                      f"AND job_id IN (SELECT id FROM {J} WHERE NOT enabled)")
+
 # PostgreSQL: statement-level triggers over the transition tables, so a bulk insert or a
 # cascade delete of many jobs updates each organization's count once, not once per job.
 # (A moved job needs a row trigger: transition tables cannot go with a column list.)
@@ -143,6 +176,13 @@ _POSTGRESQL = {
             RETURN NULL;
         END $$
         """,
+        f"""
+        CREATE OR REPLACE FUNCTION jobs_job_due_clear() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE {D} SET next_run_at = NULL WHERE job_id = NEW.id;
+            RETURN NULL;
+        END $$
+        """,
         """
         CREATE OR REPLACE FUNCTION jobs_job_count_move() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
@@ -167,6 +207,9 @@ _POSTGRESQL = {
         # TRUNCATE fires no delete trigger.
         "jobs_job_count_truncate": "CREATE TRIGGER jobs_job_count_truncate AFTER TRUNCATE ON jobs_job "
                                    "FOR EACH STATEMENT EXECUTE FUNCTION jobs_job_count_clear()",
+        "jobs_job_disabled": "CREATE TRIGGER jobs_job_disabled AFTER UPDATE OF enabled ON jobs_job "
+                             "FOR EACH ROW WHEN (OLD.enabled AND NOT NEW.enabled) "
+                             "EXECUTE FUNCTION jobs_job_due_clear()",
     },
 }
 
@@ -185,6 +228,9 @@ _SQLITE = {
         "jobs_job_count_move": f"CREATE TRIGGER jobs_job_count_move AFTER UPDATE OF organization_id ON jobs_job "
                                f"WHEN OLD.organization_id IS NOT NEW.organization_id "
                                f"BEGIN {_SQLITE_REMOVE} {_SQLITE_ADD} END",
+        "jobs_job_disabled": f"CREATE TRIGGER jobs_job_disabled AFTER UPDATE OF enabled ON jobs_job "
+                             f"WHEN OLD.enabled AND NOT NEW.enabled "
+                             f"BEGIN UPDATE {D} SET next_run_at = NULL WHERE job_id = NEW.id; END",
     },
 }
 
@@ -194,20 +240,24 @@ def count_triggers(using):
     return _POSTGRESQL if on_postgresql(using) else _SQLITE
 
 
-def install_count_triggers(using):
-    """Create whichever count triggers database ``using`` lacks (after the statements run
-    every time) and, when any was, take every count again from the jobs table; returns
-    their names. In one transaction the caller holds."""
+def install_count_triggers(using, *, with_due=True):
+    """Create whichever triggers database ``using`` lacks (after the statements run every
+    time) and, when any count trigger was, take every count again from the jobs table (when
+    the due trigger was, clear the disabled jobs' due times); returns their names. In one
+    transaction the caller holds. ``with_due``: the due trigger too (its table exists)."""
     statements = count_triggers(using)
     with connections[using].cursor() as cursor:
         for statement in statements["always"]:
             cursor.execute(statement)
         cursor.execute(statements["installed"])
         installed = {name for (name,) in cursor.fetchall()}
-        missing = [name for name in statements["triggers"] if name not in installed]
+        missing = [name for name in statements["triggers"]
+                   if name not in installed and (with_due or name != DUE_TRIGGER)]
         for name in missing:
             cursor.execute(statements["triggers"][name])
-        if missing:
+        if set(missing) - {DUE_TRIGGER}:
             cursor.execute(CLEAR_COUNTS)
             cursor.execute(RECOUNT)
+        if DUE_TRIGGER in missing:
+            cursor.execute(CLEAR_DISABLED_DUE)
     return missing

@@ -191,6 +191,8 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
         "occurrence outside every window is skipped or deferred (`outside_window`). docs/run-control.md"))
     blackouts = BlackoutsField(required=False, help_text=(
         "Local dates (job's timezone) on which no run starts, at most 50; outside_window applies to them too."))
+    next_run_at = serializers.DateTimeField(read_only=True, allow_null=True, help_text=(
+        "When the job next comes due (UTC); null while it is paused or has no run left."))
 
     class Meta:
         model = Job
@@ -203,7 +205,7 @@ class JobSerializer(ErrorExtraMixin, StrictModelSerializer):
             "windows", "blackouts", "outside_window", "priority", "kind", "script", "rate_limit_per_minute",
         ]
         read_only_fields = [
-            "id", "next_run_at", "last_run_at", "last_status", "consecutive_failures", "paused_reason",
+            "id", "last_run_at", "last_status", "consecutive_failures", "paused_reason",
             "disabled_reason", "expired_at", "created_at", "updated_at",
         ]
         extra_kwargs = {

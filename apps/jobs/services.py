@@ -36,6 +36,7 @@ def create_job(fields, *, actor, source=JobVersion.Source.API, audit, **data):
     _not_expired_without_schedule(job)
     check_links(job, links or [])
     rows.insert(job)  # job.save() without the ORM's insert compiler
+    job.write_due()
     _save_links(job, links)
     versions.record(job, None, [(upstream.pk, on) for upstream, on in links or ()],
                     author=_author(actor), source=source)
@@ -147,6 +148,7 @@ def delete_job(job, *, audit):
 def pause_job(job, *, reason="", audit):
     Job.objects.filter(pk=job.pk).update(enabled=False, paused_reason=reason, updated_at=timezone.now())
     job.enabled, job.paused_reason = False, reason
+    job.loaded_due(None)  # the database cleared it (apps.jobs.queries, "the triggers")
     audit("job.pause", job, None)
 
 

@@ -31,7 +31,7 @@ from .models import Job, JobDependency, JobVersion
 
 #: Job columns that are running state or bookkeeping, not the definition.
 NOT_VERSIONED = frozenset({
-    "id", "organization", "enabled", "paused_reason", "next_run_at", "last_run_at", "last_status",
+    "id", "organization", "enabled", "paused_reason", "last_run_at", "last_status",
     "consecutive_failures", "expired_at", "disabled_reason", "created_at", "updated_at", "version",
 })
 SECRET_FIELDS = tuple(registry.secrets_of("jobs.Job"))

@@ -124,7 +124,7 @@
 /* --- the database ---------------------------------------------------------------------- */
 byte now = 0;                 /* PostgreSQL's now() */
 bool job_exists = 1;          /* the jobs_job row */
-byte next_occ = 0;            /* jobs_job.next_run_at, as the index of the next occurrence */
+byte next_occ = 0;            /* jobs_jobdue.next_run_at, as the index of the next occurrence */
 byte status[NR];              /* executions_execution, one row per occurrence (unique) */
 byte attempt[NR];             /* .attempt: attempts recorded */
 byte token[NR];               /* .lease_token */
@@ -169,10 +169,10 @@ active proctype Scheduler() {
 end_scheduler:
     do
     /* scheduler.claim_due: one transaction of
-         SELECT ... FROM jobs_job WHERE enabled AND next_run_at <= now() FOR UPDATE SKIP LOCKED;
+         SELECT ... FROM jobs_jobdue WHERE next_run_at <= now() FOR UPDATE SKIP LOCKED (JOIN jobs_job);
          INSERT INTO executions_execution ...   (ScheduledRunsInsert; a row already there undoes
            the transaction, and the claim runs again with ON CONFLICT DO NOTHING)
-         UPDATE jobs_job SET next_run_at = v.next_run_at ...            (ADVANCE_JOBS) */
+         UPDATE jobs_jobdue SET next_run_at = v.next_run_at ...         (ADVANCE_JOBS) */
     :: atomic { job_exists && next_occ < NR && SCHED(next_occ) <= SCHED_CLOCK ->
         do
         :: next_occ < NR && SCHED(next_occ) <= SCHED_CLOCK ->

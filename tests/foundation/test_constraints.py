@@ -40,10 +40,10 @@ def test_project_slug_is_unique_within_an_organization_only(tenant, other_tenant
         Project.objects.create(organization=tenant.organization, name="Again", slug="shared")
 
 
-def test_due_index_is_partial_on_enabled_jobs(db):
+def test_due_index_holds_due_times_only(db):
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'job_due'")
-        (definition,) = cursor.fetchone()
-    assert "WHERE (enabled AND (next_run_at IS NOT NULL))" in definition
+        cursor.execute("SELECT tablename, indexdef FROM pg_indexes WHERE indexname = 'jobdue_due'")
+        (table, definition) = cursor.fetchone()
+    assert table == "jobs_jobdue" and "(next_run_at) WHERE (next_run_at IS NOT NULL)" in definition

@@ -23,7 +23,7 @@ from apps.executions.scheduling.tick import (
     _outcome_key,
     _uuid7s,
 )
-from apps.jobs.models import Job
+from apps.jobs.models import Job, JobDue
 from apps.jobs.windowing import job_windows
 from tests.conftest import utc
 
@@ -112,7 +112,7 @@ def test_two_schedulers_on_one_backlog_record_each_occurrence_once(tenant, make_
     occurrences = list(Execution.objects.filter(job__in=jobs).values_list("job_id", "scheduled_for"))
     assert len(occurrences) == len(set(occurrences)) == 240  # none lost, none doubled
     assert {job_id for job_id, _ in occurrences} == {job.id for job in jobs}
-    assert not Job.objects.filter(id__in=[j.id for j in jobs], next_run_at__lte=T0).exists()
+    assert not Job.objects.filter(id__in=[j.id for j in jobs], due__next_run_at__lte=T0).exists()
     published = broker.published_ids(private_queue)
     assert len(published) == len(set(published)) == 240
 
@@ -175,14 +175,14 @@ def test_the_memoised_due_scan_gives_every_job_the_rows_of_its_own_scan():
 def test_a_claimed_jobs_windows_read_as_text_are_the_jobs_own(tenant, make_job):
     windows = [{"days": ["mon", "tue", "wed", "thu", "fri"], "start": "09:00", "end": "17:00"}]
     blackouts = [{"start": "2027-12-24", "end": "2027-12-26"}]
-    job = make_job(tenant, windows=windows, blackouts=blackouts, timezone="Europe/Berlin")
+    job = make_job(tenant, windows=windows, blackouts=blackouts, timezone="Europe/Berlin", next_run_at=T0)
     columns = dict(zip(CLAIM_FIELDS, [getattr(job, name) for name in CLAIM_FIELDS]))
-    text = Job.objects.filter(id=job.id).annotate(**_AS_TEXT).values_list(*_CLAIM_VALUES).get()
+    text = JobDue.objects.filter(job_id=job.id).annotate(**_AS_TEXT).values_list(*_CLAIM_VALUES).get()
     as_text = dict(zip(CLAIM_FIELDS, text))
     assert isinstance(as_text["windows"], str) and isinstance(columns["windows"], list)
     assert job_windows(claimed(1, **{**columns, **as_text})) == job_windows(job) is not None
-    plain = make_job(tenant)
-    text = Job.objects.filter(id=plain.id).annotate(**_AS_TEXT).values_list(*_CLAIM_VALUES).get()
+    plain = make_job(tenant, next_run_at=T0)
+    text = JobDue.objects.filter(job_id=plain.id).annotate(**_AS_TEXT).values_list(*_CLAIM_VALUES).get()
     assert job_windows(claimed(2, **dict(zip(CLAIM_FIELDS, text)))) is None
 
 

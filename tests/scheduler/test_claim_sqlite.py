@@ -1,7 +1,8 @@
 """The embedded mode's claim (`make run`, SQLite: no row locks, the ORM's queries), in a
 process of its own on a fresh SQLite database: a batch smaller than the due jobs takes the
 oldest due first, a due job gets its run and advances, a job due later and a paused one get
-none, and a claim again at the same instant takes nothing."""
+none, a claim again at the same instant takes nothing, and disabling a job clears its due time
+(SQLite's trigger, as PostgreSQL's)."""
 
 import json
 
@@ -32,6 +33,9 @@ out["runs"] = sorted((e.job.name, e.scheduled_for.isoformat(), e.status)
                      for e in Execution.objects.select_related("job"))
 due.refresh_from_db()
 out["due_next"] = due.next_run_at.isoformat()
+Job.objects.filter(pk=later.pk).update(enabled=False)  # SQLite's trigger clears its due time
+later.refresh_from_db()
+out["later_paused_due"] = later.next_run_at
 print("RESULT " + json.dumps(out))
 """
 
@@ -44,5 +48,5 @@ def test_the_embedded_sqlite_claim(tmp_path):
         "first": 1, "first_runs": ["older", "older"], "then": 1, "again": 0,
         "runs": [["due", "2027-03-01T12:00:00+00:00", "queued"], ["older", "2027-03-01T11:55:00+00:00", "skipped"],
                  ["older", "2027-03-01T12:00:00+00:00", "queued"]],
-        "due_next": "2027-03-01T12:05:00+00:00",
+        "due_next": "2027-03-01T12:05:00+00:00", "later_paused_due": None,
     }

@@ -53,7 +53,7 @@ def sample(jobs, samples):
     next run is past their next occurrence (more than one interval ahead)."""
     early = Execution.objects.filter(job__in=jobs, scheduled_for__gt=Now()).count()
     moved = Job.objects.filter(id__in=[job.id for job in jobs],
-                               next_run_at__gt=Now() + timedelta(seconds=INTERVAL + 1)).count()
+                               due__next_run_at__gt=Now() + timedelta(seconds=INTERVAL + 1)).count()
     samples.append((early, moved))
 
 

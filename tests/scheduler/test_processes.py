@@ -67,7 +67,7 @@ def test_many_schedulers_record_each_occurrence_exactly_once(tmp_path, make_tena
         first_run = timezone.now() + timedelta(seconds=2)
         until = first_run + timedelta(seconds=6)
         jobs = create_interval_jobs(make_job, tenant, 300, 2, first_run)
-        wait_for(lambda: not Job.objects.filter(next_run_at__lte=until).exists(), timeout=90,
+        wait_for(lambda: not Job.objects.filter(due__next_run_at__lte=until).exists(), timeout=90,
                  message="every occurrence up to the window's end claimed")
         time.sleep(1)  # lets a scheduler that would wrongly claim an occurrence twice do so before the stop
     finally:
@@ -96,7 +96,7 @@ def test_scheduler_killed_mid_batch_loses_and_doubles_nothing(tmp_path, make_ten
     assert interrupted_at < len(jobs), "the kill came too late to interrupt the work"
     second = start_scheduler(tmp_path, "second", **env)
     try:
-        wait_for(lambda: not Job.objects.filter(next_run_at__lte=timezone.now()).exists(), timeout=60,
+        wait_for(lambda: not Job.objects.filter(due__next_run_at__lte=timezone.now()).exists(), timeout=60,
                  message="every due job claimed")
         wait_for(lambda: len(set(live_broker.published_ids(queue))) == len(jobs), timeout=30,
                  message="every execution published")

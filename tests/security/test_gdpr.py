@@ -93,7 +93,7 @@ def test_deletion_stops_jobs_at_once_and_erases_after_the_grace(make_tenant, set
     response = client.post("/api/v1/organization/deletion/")
     assert response.status_code == 202
     assert not Job.objects.filter(organization=a, enabled=True).exists()
-    assert not Job.objects.filter(organization=a, next_run_at__isnull=False).exists()
+    assert not Job.objects.filter(organization=a, due__next_run_at__isnull=False).exists()
 
     a.refresh_from_db()
     now = timezone.now()

@@ -82,7 +82,7 @@ class JobViewSet(ApiViewMixin, viewsets.ModelViewSet):
     ordering = ["name", "id"]
 
     def get_queryset(self):
-        return self.actor.scope_to_projects(Job.objects.for_organization(self.actor.organization))
+        return self.actor.scope_to_projects(Job.objects.for_organization(self.actor.organization).with_due())
 
     def get_object(self):
         # The list's filters (?enabled=..., the executions filters) never hide the job itself.

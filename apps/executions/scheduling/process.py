@@ -26,7 +26,7 @@ from django.db import close_old_connections, connection
 from django.db.utils import DatabaseError, InterfaceError, OperationalError
 
 from apps.eventstream import relay
-from apps.jobs.models import Job
+from apps.jobs.models import JobDue
 from apps.sql import clock as database_clock
 
 from . import broker_queues, publishing, sweeper
@@ -231,10 +231,8 @@ class SchedulerLoop:
 
     def backlog(self, now, cap=10_000):
         """Jobs due for over a second and still unclaimed (capped count)."""
-        overdue = Job.objects.filter(
-            enabled=True, next_run_at__isnull=False, next_run_at__lte=now - timedelta(seconds=1)
-        )
-        return overdue.values("id")[:cap].count()
+        overdue = JobDue.objects.filter(next_run_at__isnull=False, next_run_at__lte=now - timedelta(seconds=1))
+        return overdue.values("job_id")[:cap].count()
 
     def _stop_heartbeat(self):
         self.report.exited()
@@ -246,7 +244,7 @@ class SchedulerLoop:
     def _idle_sleep(self):
         """Sleep until the next job is due, but never longer than max_sleep."""
         next_due = (
-            Job.objects.filter(enabled=True, next_run_at__isnull=False)
+            JobDue.objects.filter(next_run_at__isnull=False)
             .order_by("next_run_at").values_list("next_run_at", flat=True).first()
         )
         if next_due is None:

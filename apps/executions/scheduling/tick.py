@@ -41,7 +41,7 @@ from django.db.models.functions import Cast
 
 from apps.accounts.models import Organization
 from apps.eventstream import outbox
-from apps.jobs.models import Job
+from apps.jobs.models import Job, JobDue
 from apps.jobs.scheduling import due_after, due_time, job_jitter, job_schedule, occurrence_before
 from apps.jobs.windowing import apply_windows
 from apps.sql.modes import on_postgresql
@@ -108,8 +108,8 @@ _Row = namedtuple("_Row", [*_Row._fields, "jitter_seconds"], defaults=(None, Non
 
 
 # What the tick needs besides the job's own columns comes from correlated scalar
-# subqueries, not joins: the claim query then reads jobs_job alone, and PostgreSQL walks
-# the job_due index in order and stops after batch_size rows whatever its statistics
+# subqueries, not joins: the claim query then reads jobs_jobdue alone, and PostgreSQL walks
+# the jobdue_due index in order and stops after batch_size rows whatever its statistics
 # say. (With joins, stale statistics after a burst of due jobs led it to join and sort
 # every due job on every tick: 0.5 s a tick with 200k due, so the backlog drained
 # quadratically.) EXISTS is avoided for the same reason: it may be planned as a hashed
@@ -117,7 +117,7 @@ _Row = namedtuple("_Row", [*_Row._fields, "jitter_seconds"], defaults=(None, Non
 #: The organization's state in one subquery (one probe of its key a job, not two): its plan's
 #: queue, or None while it is suspended (a plan's queue is never null).
 _ORG_QUEUE = Subquery(
-    Organization.objects.filter(id=OuterRef("organization_id")).order_by()
+    Organization.objects.filter(id=OuterRef("job__organization_id")).order_by()
     .annotate(queue_unless_suspended=Case(When(suspended=True, then=Value(None)), default=F("plan__queue")))
     .values("queue_unless_suspended")[:1]
 )
@@ -125,9 +125,9 @@ _ORG_QUEUE = Subquery(
 #: None); inside CASE, PostgreSQL probes the partial index exec_job_unfinished for those
 #: jobs only.
 _UNFINISHED_RUN = Case(
-    When(overlap_policy=FORBID, then=Subquery(
+    When(job__overlap_policy=FORBID, then=Subquery(
         Execution.objects.filter(
-            job_id=OuterRef("id"), status__in=[Execution.Status.QUEUED, Execution.Status.RUNNING]
+            job_id=OuterRef("job_id"), status__in=[Execution.Status.QUEUED, Execution.Status.RUNNING]
         ).order_by().values("id")[:1]
     )),
     default=None,
@@ -136,8 +136,11 @@ _UNFINISHED_RUN = Case(
 
 #: The windows and blackouts come as jsonb's text: the common "[]" costs no JSON decoding
 #: a job (apps.jobs.windowing reads the text as it reads the values).
-_AS_TEXT = {f"{name}_text": Cast(name, TextField()) for name in ("windows", "blackouts")}
-_CLAIM_VALUES = [f"{name}_text" if f"{name}_text" in _AS_TEXT else name for name in CLAIM_FIELDS]
+_AS_TEXT = {f"{name}_text": Cast(f"job__{name}", TextField()) for name in ("windows", "blackouts")}
+#: CLAIM_FIELDS as a JobDue queryset names them: the due time is the narrow row's own, the
+#: rest its job's.
+_CLAIM_VALUES = [f"{name}_text" if f"{name}_text" in _AS_TEXT else
+                 {"id": "job_id", "next_run_at": "next_run_at"}.get(name, f"job__{name}") for name in CLAIM_FIELDS]
 
 
 def claim_due(now, batch_size, overloaded=frozenset()):
@@ -158,7 +161,9 @@ def claim_due(now, batch_size, overloaded=frozenset()):
 
 def _claim_due(now, batch_size, overloaded, *, careful):
     with transaction.atomic():
-        due = (Job.objects.filter(enabled=True, next_run_at__isnull=False, next_run_at__lte=now)
+        # Only the narrow rows are locked: a job's row stays free for its edits, whose due
+        # time waits for this claim (JobDue.write) or is skipped by it.
+        due = (JobDue.objects.filter(next_run_at__isnull=False, next_run_at__lte=now)
                .order_by("next_run_at").select_for_update(skip_locked=True, of=("self",))[:batch_size])
         rows = _fetch(due)
         if not rows:
@@ -167,7 +172,9 @@ def _claim_due(now, batch_size, overloaded, *, careful):
 
 
 #: What a claimed job's row is read as: its claim fields and what the tick needs besides.
-_CLAIMED = (Job.objects.order_by().annotate(org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN, **_AS_TEXT)
+#: A disabled job has no due time (apps.jobs.queries' trigger); ``enabled`` is checked again.
+_CLAIMED = (JobDue.objects.order_by().filter(job__enabled=True)
+            .annotate(org_queue=_ORG_QUEUE, unfinished_run=_UNFINISHED_RUN, **_AS_TEXT)
             .values_list(*_CLAIM_VALUES, "org_queue", "unfinished_run"))
 
 
@@ -175,9 +182,9 @@ def _fetch(due):
     """The claimed jobs as tuples of _CLAIMED's values: ``due``, the queryset that locks them,
     read through _CLAIMED.
 
-    On PostgreSQL the jobs are locked first and their subqueries (the organization's state,
-    an unfinished run) run for the locked ones only: the SQL is ``SELECT <_CLAIMED's values>
-    FROM (<due's SQL>) AS jobs_job``. Subqueries in the locking query itself would run for
+    On PostgreSQL the jobs' due rows are locked first and the jobs' columns and subqueries (the
+    organization's state, an unfinished run) read for the locked ones only: the SQL is
+    ``SELECT <_CLAIMED's values> FROM (<due's SQL>) AS jobs_jobdue JOIN jobs_job ...``. Subqueries in the locking query itself would run for
     every row it reads, also the rows another scheduler holds, which SKIP LOCKED then passes
     over: with two schedulers, ~500 such rows a tick (bench/README.md, "Figures behind the
     code"). And after the transaction's settings (_begin_claim), the SQL runs on a binary
@@ -185,24 +192,25 @@ def _fetch(due):
     Python."""
     if not on_postgresql():
         return list(_CLAIMED.filter(pk__in=due.values("pk")))
-    select, select_params = _claimed_select()
+    select, joined, select_params = _claimed_select()
     lock_sql, lock_params = due.query.sql_with_params()
     _begin_claim()
     # A lost session (PostgreSQL restarted, or the claim's idle timeout ended it while this
     # process was paused) raises Django's OperationalError there, which the loop backs off
     # from, instead of psycopg's error ending the process.
-    return queries.fetch_binary(f'{select} FROM ({lock_sql}) AS "{Job._meta.db_table}"',
+    return queries.fetch_binary(f'{select} FROM ({lock_sql}) AS "{JobDue._meta.db_table}" {joined}',
                                 (*select_params, *lock_params))
 
 
 @functools.cache
 def _claimed_select():
-    """_CLAIMED's SQL without its FROM clause, and its parameters (constants): compiled once."""
+    """_CLAIMED's SQL split around its first table (the narrow rows, which the locking
+    query's result stands in for) and its parameters (constants): compiled once."""
     sql, params = _CLAIMED.query.sql_with_params()
-    table = f' FROM "{Job._meta.db_table}"'
-    if not sql.endswith(table):  # _CLAIMED reads the one table, unfiltered
+    head, table, rest = sql.partition(f' FROM "{JobDue._meta.db_table}" ')
+    if not table or "%s" in rest or not rest.startswith("INNER JOIN"):  # parameters only before FROM
         raise AssertionError(f"unexpected SQL for the claimed jobs: {sql}")
-    return sql[:-len(table)], tuple(params)
+    return head, rest, tuple(params)
 
 
 def _begin_claim():
@@ -431,7 +439,6 @@ def _insert_by_orm(ids, rows, now):
 
 def _advance_by_orm(updates):
     for job_id, next_at, expired_at in updates:
-        fields = {"next_run_at": next_at}
+        JobDue.objects.filter(job_id=job_id).update(next_run_at=next_at)
         if expired_at is not None:
-            fields["expired_at"] = expired_at
-        Job.objects.filter(id=job_id).update(**fields)
+            Job.objects.filter(id=job_id).update(expired_at=expired_at)

@@ -72,7 +72,7 @@ SCRIPT_TEST_RUN = ("A test run sends the HTTP request; a script runs only on a w
 
 def scoped_jobs(actor):
     """The jobs this actor reaches, as the API's JobViewSet.get_queryset."""
-    jobs = Job.objects.for_organization(actor.organization).select_related("project", "organization__plan")
+    jobs = Job.objects.for_organization(actor.organization).select_related("project", "organization__plan").with_due()
     return actor.scope_to_projects(jobs)
 
 
