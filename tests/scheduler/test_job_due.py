@@ -4,9 +4,11 @@ every writer, and gone from a disabled job whatever disabled it.
 tests/scheduler/test_claimable.py checks the same writers through the claim; these check the
 stored row itself, which the claim's second guard (``enabled``) would hide."""
 
+import threading
 from datetime import timedelta
 from types import SimpleNamespace
 
+import psycopg
 import pytest
 from django.contrib.admin.sites import site
 from django.db import connection
@@ -123,3 +125,35 @@ def test_an_operator_who_enables_or_adds_a_job_in_the_admin_gives_it_a_due_time(
         site._registry[Job].save_model(request, job, form=SimpleNamespace(changed_data=["enabled"]), change=True)
     due = stored_due(job)
     assert due is not None and timezone.now() < due <= timezone.now() + timedelta(minutes=5)
+
+
+# --- the claim's locks: the narrow rows only ---------------------------------------------------
+
+def other_session():
+    """A second session on the test database, as another scheduler's."""
+    settings = connection.settings_dict
+    return psycopg.connect(host=settings["HOST"] or "127.0.0.1", port=settings["PORT"] or 5432,
+                           user=settings["USER"], dbname=settings["NAME"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_skips_a_due_row_another_holds_and_a_pause_waits_for_that_claim(tenant, make_job):
+    now = timezone.now()
+    held, free = (make_job(tenant, name=name, next_run_at=now - HOUR) for name in ("held", "free"))
+    with other_session() as other:
+        other.execute("SELECT 1 FROM jobs_jobdue WHERE job_id = %s FOR UPDATE", [held.pk])
+        assert claim_due(now, batch_size=10).claimed == 1  # the free one; the held one is skipped
+        with connection.cursor() as cursor:  # the job's own row is not locked by a claim
+            cursor.execute("SET lock_timeout = '2s'")
+            Job.objects.filter(pk=held.pk).update(name="renamed while claimed")
+            cursor.execute("RESET lock_timeout")
+        pausing = threading.Thread(target=lambda: (pause_job(Job.objects.get(pk=held.pk)), connection.close()))
+        pausing.start()
+        pausing.join(timeout=1)
+        assert pausing.is_alive()  # the pause's trigger waits for the claim holding the due row
+        other.execute("UPDATE jobs_jobdue SET next_run_at = %s WHERE job_id = %s", [now + HOUR, held.pk])
+        other.commit()  # the other claim advanced it and committed
+    pausing.join(timeout=10)
+    assert not pausing.is_alive()
+    assert stored_due(held) is None  # the pause, after the claim, cleared the advanced time
+    assert claim_due(now + 2 * HOUR, batch_size=10).claimed == 1  # the free job's next run only
