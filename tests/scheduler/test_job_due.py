@@ -139,7 +139,7 @@ def other_session():
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_skips_a_due_row_another_holds_and_a_pause_waits_for_that_claim(tenant, make_job):
     now = timezone.now()
-    held, free = (make_job(tenant, name=name, next_run_at=now - HOUR) for name in ("held", "free"))
+    held, _free = (make_job(tenant, name=name, next_run_at=now - HOUR) for name in ("held", "free"))
     with other_session() as other:
         other.execute("SELECT 1 FROM jobs_jobdue WHERE job_id = %s FOR UPDATE", [held.pk])
         assert claim_due(now, batch_size=10).claimed == 1  # the free one; the held one is skipped
