@@ -283,14 +283,14 @@ def begin_claim(idle_milliseconds):
 
 class ScheduledRunsInsert:
     """A claim's writes in one statement (one round trip): ``WITH adv AS (UPDATE jobdue ...
-    FROM unnest(<ADVANCED's arrays>)), exp AS (UPDATE jobs ... <EXPIRED's>), ins AS (INSERT INTO executions SELECT ... FROM
-    unnest(<one binary array per varying column>) RETURNING id) SELECT id FROM ins``. The
-    two parts write different tables (no foreign key joins them in the database), so one
-    statement does what the two did. Built once per process from the model: every column
-    the scheduler does not set gets the field's default, as with bulk_create, so a field
-    added to Execution later needs no change here (unless its default must differ per row,
-    like an id). The varying columns are ``id`` and the scheduler's row fields, in their
-    order.
+    FROM unnest(<ADVANCED's arrays>)), exp AS (UPDATE jobs ... <EXPIRED's>), ins AS (INSERT
+    INTO executions SELECT ... FROM unnest(<one binary array per varying column>) RETURNING
+    id) SELECT id FROM ins``. The parts write different tables (no foreign key joins them in
+    the database), so one statement does what separate ones did. Built once per process
+    from the model: every column the scheduler does not set gets the field's default, as
+    with bulk_create, so a field added to Execution later needs no change here (unless its
+    default must differ per row, like an id). The varying columns are ``id`` and the
+    scheduler's row fields, in their order.
 
     The plain insert refuses a batch with an occurrence that already has its row
     (``UNIQUE_VIOLATION``); ``careful`` inserts with ``ON CONFLICT DO NOTHING``, which

@@ -184,10 +184,10 @@ def _fetch(due):
 
     On PostgreSQL the jobs' due rows are locked first and the jobs' columns and subqueries (the
     organization's state, an unfinished run) read for the locked ones only: the SQL is
-    ``SELECT <_CLAIMED's values> FROM (<due's SQL>) AS jobs_jobdue JOIN jobs_job ...``. Subqueries in the locking query itself would run for
-    every row it reads, also the rows another scheduler holds, which SKIP LOCKED then passes
-    over: with two schedulers, ~500 such rows a tick (bench/README.md, "Figures behind the
-    code"). And after the transaction's settings (_begin_claim), the SQL runs on a binary
+    ``SELECT <_CLAIMED's values> FROM (<due's SQL>) AS jobs_jobdue JOIN jobs_job ...``.
+    Subqueries in the locking query itself would run for every row it reads, also the rows
+    another scheduler holds, which SKIP LOCKED then passes over: with two schedulers, ~500
+    such rows a tick (bench/README.md, "Figures behind the code"). And after the transaction's settings (_begin_claim), the SQL runs on a binary
     cursor: psycopg decodes timestamps and uuids in C, where Django's loader for timestamps is
     Python."""
     if not on_postgresql():
