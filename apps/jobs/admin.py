@@ -58,7 +58,7 @@ class JobAdmin(HidesSecrets, admin.ModelAdmin):
         A new job, a schedule edit or a re-enable sets the due time from now, as the API's do."""
         author = versions.Author(user=request.user)
         changed = set(form.changed_data) if form is not None else set()
-        if obj.enabled and (not change or {"enabled", "jitter_seconds", *validation.SCHEDULE_FIELDS} & changed):
+        if obj.enabled and (not change or "enabled" in changed or validation.RESCHEDULING_FIELDS & changed):
             services.reschedule(obj, now=database_now())
         with transaction.atomic():
             if not change:

@@ -18,8 +18,6 @@ _UNSET = object()
 
 
 class JobQuerySet(TenantQuerySet):
-    tenant_path = "organization"
-
     def with_due(self):
         """The jobs with their due time read in the same query (``due_at``: no query a job),
         also orderable as ``next_run_at``."""
@@ -28,15 +26,11 @@ class JobQuerySet(TenantQuerySet):
     def bulk_create(self, objs, *args, **kwargs):
         # ``Job(next_run_at=...)`` keeps its due time in the narrow table, which a plain bulk
         # insert of the jobs would leave out.
+        from .queries import write_dues  # the queries module reads the models
+
         created = super().bulk_create(objs, *args, **kwargs)
-        due = []
-        for job in created:
-            at = job.__dict__.pop("_next_run_at", None)
-            at = at if job.enabled else None
-            job.__dict__[DUE_AT] = at
-            if at is not None:
-                due.append(JobDue(job_id=job.pk, next_run_at=at))
-        JobDue.objects.using(self.db).bulk_create(due, batch_size=kwargs.get("batch_size"))
+        due = [(job.pk, job.__dict__.pop("_next_run_at", None)) for job in created]
+        write_dues([(job_id, at) for job_id, at in due if at is not None], self.db)
         return created
 
 
@@ -242,11 +236,14 @@ class Job(QuickLoad, models.Model):
         self.__dict__[DUE_AT] = value
 
     def write_due(self):
-        """Write the due time set since the job was loaded or saved, if one was (JobDue.write),
-        in the caller's transaction: ``save()`` does, and so must any other way of storing it."""
+        """Write the due time set since the job was loaded or saved, if one was (None while the
+        job is disabled: its row says, not this copy), in the caller's transaction: ``save()``
+        does, and so must any other way of storing it."""
+        from .queries import write_due  # the queries module reads the models
+
         due = self.__dict__.pop("_next_run_at", _UNSET)
         if due is not _UNSET:
-            self.__dict__[DUE_AT] = JobDue.write(self.pk, due, using=self._state.db or "default")
+            self.__dict__[DUE_AT] = due if write_due(self.pk, due, self._state.db or "default") else None
 
     def refresh_from_db(self, using=None, fields=None, **kwargs):
         wants_due = fields is None or "next_run_at" in fields
@@ -285,14 +282,6 @@ class JobDue(models.Model):
 
     def __str__(self):
         return f"{self.job_id} due {self.next_run_at}"
-
-    @classmethod
-    def write(cls, job_id, next_run_at, *, using):
-        """Set the job's due time: ``next_run_at``, or None while the job is disabled (its
-        row says, not the caller's copy); returns the value stored."""
-        from .queries import write_due  # the queries module reads the models
-
-        return next_run_at if write_due(job_id, next_run_at, using) else None
 
 
 class JobVersion(models.Model):

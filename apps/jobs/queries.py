@@ -34,19 +34,32 @@ def next_version_number(job_id):
 
 # None while the job is disabled, whatever the caller's copy of the job says.
 _WRITE_DUE = (f"INSERT INTO {D} (job_id, next_run_at) SELECT id, CASE WHEN enabled THEN {{at}} END FROM {J} "
-              "WHERE id = %s ON CONFLICT (job_id) DO UPDATE SET next_run_at = EXCLUDED.next_run_at "
-              "RETURNING next_run_at IS NOT NULL")
+              "WHERE id = %s ON CONFLICT (job_id) DO UPDATE SET next_run_at = EXCLUDED.next_run_at")
+
+
+def _due_params(job_id, next_run_at, using):
+    return [rows.db_value(JobDue, "next_run_at", next_run_at, using), rows.db_value(Job, "id", job_id, using)]
+
+
+def _write_due_sql(using):
+    return _WRITE_DUE.format(at="%s::timestamptz" if on_postgresql(using) else "%s")
 
 
 def write_due(job_id, next_run_at, using):
     """Store the job's due time; returns whether one is stored (the job is enabled)."""
-    connection = connections[using]
-    sql = _WRITE_DUE.format(at="%s::timestamptz" if on_postgresql(using) else "%s")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [rows.db_value(JobDue, "next_run_at", next_run_at, using),
-                             rows.db_value(Job, "id", job_id, using)])
+    with connections[using].cursor() as cursor:
+        cursor.execute(_write_due_sql(using) + " RETURNING next_run_at IS NOT NULL",
+                       _due_params(job_id, next_run_at, using))
         row = cursor.fetchone()
     return bool(row and row[0])
+
+
+def write_dues(due, using):
+    """Store many jobs' due times, ``due``: [(job id, due time)], in one round of the same
+    statement (a bulk insert of the jobs)."""
+    if due:
+        with connections[using].cursor() as cursor:
+            cursor.executemany(_write_due_sql(using), [_due_params(job_id, at, using) for job_id, at in due])
 
 
 # --- the API's reads (apps.jobs.api, links, serializers; apps.sql.rows runs them) ---------
@@ -143,6 +156,8 @@ RECOUNT = (f"INSERT INTO {C} (organization_id, jobs) "
 # admin. The scheduler's due index then holds enabled jobs only, and a paused job's stale time
 # never fires: every re-enable sets the due time again (apps.jobs.services.resume_job).
 DUE_TRIGGER = "jobs_job_disabled"
+_DISABLED = "OLD.enabled AND NOT NEW.enabled"
+_CLEAR_DUE = f"UPDATE {D} SET next_run_at = NULL WHERE job_id = NEW.id;"
 CLEAR_DISABLED_DUE = (f"UPDATE {D} SET next_run_at = NULL WHERE next_run_at IS NOT NULL "
                       f"AND job_id IN (SELECT id FROM {J} WHERE NOT enabled)")
 
@@ -179,7 +194,7 @@ _POSTGRESQL = {
         f"""
         CREATE OR REPLACE FUNCTION jobs_job_due_clear() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            UPDATE {D} SET next_run_at = NULL WHERE job_id = NEW.id;
+            {_CLEAR_DUE}
             RETURN NULL;
         END $$
         """,
@@ -207,9 +222,8 @@ _POSTGRESQL = {
         # TRUNCATE fires no delete trigger.
         "jobs_job_count_truncate": "CREATE TRIGGER jobs_job_count_truncate AFTER TRUNCATE ON jobs_job "
                                    "FOR EACH STATEMENT EXECUTE FUNCTION jobs_job_count_clear()",
-        "jobs_job_disabled": "CREATE TRIGGER jobs_job_disabled AFTER UPDATE OF enabled ON jobs_job "
-                             "FOR EACH ROW WHEN (OLD.enabled AND NOT NEW.enabled) "
-                             "EXECUTE FUNCTION jobs_job_due_clear()",
+        DUE_TRIGGER: f"CREATE TRIGGER {DUE_TRIGGER} AFTER UPDATE OF enabled ON jobs_job "
+                     f"FOR EACH ROW WHEN ({_DISABLED}) EXECUTE FUNCTION jobs_job_due_clear()",
     },
 }
 
@@ -228,9 +242,8 @@ _SQLITE = {
         "jobs_job_count_move": f"CREATE TRIGGER jobs_job_count_move AFTER UPDATE OF organization_id ON jobs_job "
                                f"WHEN OLD.organization_id IS NOT NEW.organization_id "
                                f"BEGIN {_SQLITE_REMOVE} {_SQLITE_ADD} END",
-        "jobs_job_disabled": f"CREATE TRIGGER jobs_job_disabled AFTER UPDATE OF enabled ON jobs_job "
-                             f"WHEN OLD.enabled AND NOT NEW.enabled "
-                             f"BEGIN UPDATE {D} SET next_run_at = NULL WHERE job_id = NEW.id; END",
+        DUE_TRIGGER: f"CREATE TRIGGER {DUE_TRIGGER} AFTER UPDATE OF enabled ON jobs_job "
+                     f"WHEN {_DISABLED} BEGIN {_CLEAR_DUE} END",
     },
 }
 

@@ -62,7 +62,7 @@ def update_job(job, fields, *, actor, sent, source=JobVersion.Source.API, audit)
     for name, value in fields.items():
         setattr(job, name, value)
     job.organization_id = job.project.organization_id
-    if changed & (validation.SCHEDULE_FIELDS | {"jitter_seconds"}):
+    if changed & validation.RESCHEDULING_FIELDS:
         reschedule(job, now=database_now())
         _not_expired_without_schedule(job)
     check_links(job, stored_links(job) if links is None else links)

@@ -43,6 +43,8 @@ REQUEST_FIELDS = frozenset({"url", "method", "headers", "body", "body_format", "
 SUCCESS_FIELDS = frozenset({"success_status_codes", "success_body_contains", "success_body_regex"})
 RETRY_FIELDS = frozenset({"max_attempts", "retry_initial_delay_seconds", "retry_max_delay_seconds",
                           "retry_multiplier", "retry_on_timeout"})
+#: The fields whose change moves a job's due time (services.reschedule).
+RESCHEDULING_FIELDS = SCHEDULE_FIELDS | {"jitter_seconds"}
 ALL_FIELDS = SCHEDULE_FIELDS | REQUEST_FIELDS | SUCCESS_FIELDS | RETRY_FIELDS | {"region"}
 
 # Instants the API accepts: the schedule math works up to year 9998, and a run must be

@@ -177,7 +177,7 @@ def rollback(job, version, *, author, plan, now=None):
     changed = frozenset(name for name in fields if before.get(name) != target.get(name))
     validation.validate_job(candidate, plan=plan, now=now, changed=changed)
     validation.check_dependencies(candidate, links)
-    if changed & (validation.SCHEDULE_FIELDS | {"jitter_seconds"}):
+    if changed & validation.RESCHEDULING_FIELDS:
         reschedule(candidate, now=now)
     with transaction.atomic():
         new = record(candidate, before, [(upstream.pk, on) for upstream, on in links], author=author,

@@ -109,14 +109,20 @@ def test_the_api_shows_no_next_run_for_a_paused_job_and_one_after_resuming(api, 
     assert api.get("/api/v1/jobs/").json()["results"][0]["next_run_at"] == resumed["next_run_at"]
 
 
-@pytest.mark.parametrize("edit", ["re-enable", "create"])
-def test_an_operator_who_enables_or_adds_a_job_in_the_admin_gives_it_a_due_time(rf, tenant, make_job, edit):
+@pytest.mark.parametrize("edit", ["re-enable", "create", "schedule"])
+def test_an_operator_who_enables_adds_or_reschedules_a_job_in_the_admin_gives_it_a_due_time(rf, tenant, make_job,
+                                                                                            edit):
     request = rf.post("/admin/")
     request.user = User.objects.create_superuser(email="ops@example.com", password="x" * 20)
     if edit == "create":
         job = Job(project=tenant.project, organization=tenant.organization, name="by operator",
                   cron_expression="*/5 * * * *", url="https://example.com/")
         site._registry[Job].save_model(request, job, form=SimpleNamespace(changed_data=["name"]), change=False)
+    elif edit == "schedule":
+        job = make_job(tenant, next_run_at=timezone.now() - HOUR, cron_expression="0 0 1 1 *")
+        job.cron_expression = "*/5 * * * *"
+        site._registry[Job].save_model(request, job, form=SimpleNamespace(changed_data=["cron_expression"]),
+                                       change=True)
     else:
         job = make_job(tenant, next_run_at=timezone.now() - HOUR)
         pause_job(job)

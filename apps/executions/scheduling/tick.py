@@ -162,7 +162,7 @@ def claim_due(now, batch_size, overloaded=frozenset()):
 def _claim_due(now, batch_size, overloaded, *, careful):
     with transaction.atomic():
         # Only the narrow rows are locked: a job's row stays free for its edits, whose due
-        # time waits for this claim (JobDue.write) or is skipped by it.
+        # time waits for this claim (Job.write_due) or is skipped by it.
         due = (JobDue.objects.filter(next_run_at__isnull=False, next_run_at__lte=now)
                .order_by("next_run_at").select_for_update(skip_locked=True, of=("self",))[:batch_size])
         rows = _fetch(due)
