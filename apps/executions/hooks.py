@@ -1,7 +1,7 @@
 """What other apps do in the same transaction as a run's outcome.
 
-Recording a run's outcome is where usage is metered (this app's own first hook,
-apps.executions.usage.metering), where alerts and outgoing events are decided
+Recording a run's outcome is where usage is metered (this app's own hook,
+apps.executions.usage.metering, run after the others), where alerts and outgoing events are decided
 (notifications) and where downstream jobs start (workflows). Each of
 those must commit or roll back with the outcome itself — a crash in between must neither
 lose nor double anything — so they run inside the recording transaction (a hook that
@@ -59,17 +59,26 @@ class RunOutcome:
 
 
 _hooks = []
+_last_hooks = []
 
 
 def _ignore_failure(name):
     return None
 
 
-def on_outcomes(hook):
-    """Register ``hook(outcomes)``; usable as a decorator. Registering twice is a no-op."""
-    if hook not in _hooks:
-        _hooks.append(hook)
+def on_outcomes(hook, *, last=False):
+    """Register ``hook(outcomes)``; usable as a decorator. Registering twice is a no-op.
+
+    ``last``: the hook runs after every other (in registration order among such hooks),
+    for a hook whose writes lock rows that every worker's recording shares: taken last,
+    those locks are held only until the commit, not while the other hooks run."""
+    if hook not in _hooks and hook not in _last_hooks:
+        (_last_hooks if last else _hooks).append(hook)
     return hook
+
+
+def _all_hooks():
+    return [*_hooks, *_last_hooks]
 
 
 _hook_failed = Slot("outcome-hook error counter", "apps.observability", default=_ignore_failure)
@@ -87,7 +96,7 @@ def hook_name(hook):
 
 def outcome_hook_names():
     """The names of the outcome hooks registered so far (their error series start at 0)."""
-    return [hook_name(hook) for hook in _hooks]
+    return [hook_name(hook) for hook in _all_hooks()]
 
 
 def run_outcome_hooks(outcomes):
@@ -102,7 +111,7 @@ def run_outcome_hooks(outcomes):
     outcomes = [outcome for outcome in outcomes if outcome is not None]
     if not outcomes:
         return
-    hooks = list(_hooks)
+    hooks = _all_hooks()
     try:
         with transaction.atomic():
             for hook in hooks:

@@ -1,12 +1,15 @@
 """A hook riding on run outcomes that raises is logged and counted, undoes only its own
 writes, and never takes the outcome (or the other hooks) down with it (invariant 6)."""
 
+import uuid
+
 import pytest
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from apps.executions import hooks
 from apps.executions.hooks import RunOutcome, run_outcome_hooks
+from apps.executions.models import UsageMonth
 
 pytestmark = pytest.mark.django_db
 
@@ -16,10 +19,11 @@ def probe():
     """A table the test's hooks write to; the test's own hooks instead of the apps'."""
     with connection.cursor() as cursor:
         cursor.execute("CREATE TEMP TABLE hook_probe (written_by text)")
-    saved = list(hooks._hooks)
+    saved = list(hooks._hooks), list(hooks._last_hooks)
     hooks._hooks.clear()
+    hooks._last_hooks.clear()
     yield lambda: sorted(row[0] for row in _rows())
-    hooks._hooks[:] = saved
+    hooks._hooks[:], hooks._last_hooks[:] = saved
 
 
 def _rows():
@@ -77,3 +81,36 @@ def test_the_database_failing_is_the_callers_to_retry(probe):
     with pytest.raises(OperationalError):
         with transaction.atomic():
             run_outcome_hooks([outcome()])
+
+
+def test_a_hook_registered_last_runs_after_the_others(probe):
+    calls = []
+    hooks.on_outcomes(lambda outcomes: calls.append("last"), last=True)
+    hooks.on_outcomes(lambda outcomes: calls.append("first"))
+    hooks.on_outcomes(lambda outcomes: calls.append("second"))
+    with transaction.atomic():
+        run_outcome_hooks([outcome()])
+    assert calls == ["first", "second", "last"]
+
+
+def test_usage_is_metered_after_every_other_hook(make_tenant, caplog):
+    """The counters' row locks, shared by every worker's recording, are taken last: held
+    until the commit, not while the other hooks run (bench/README.md, "Usage counters,
+    metered last")."""
+    organization = make_tenant().organization
+    seen = []
+
+    def other_app(outcomes):
+        seen.append(UsageMonth.objects.filter(organization=organization).values_list("runs", flat=True).first())
+
+    hooks.on_outcomes(other_app)
+    try:
+        with transaction.atomic():
+            run_outcome_hooks([RunOutcome(execution_id=uuid.uuid4(), job_id=uuid.uuid4(), organization_id=organization.id,
+                                          status="succeeded", finished_at=timezone.now(), attempt_number=1,
+                                          attempt_counted=True)])
+    finally:
+        hooks._hooks.remove(other_app)
+    assert seen == [None]  # no counter yet while the other hooks ran
+    assert "failed" not in caplog.text
+    assert UsageMonth.objects.get(organization=organization).runs == 1

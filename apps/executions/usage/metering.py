@@ -1,15 +1,16 @@
 """Usage metering: every attempt counts once into UsageMonth and UsageDay.
 
-The first outcome hook (ExecutionsConfig.ready() registers it), so it runs inside the
-transaction that stores the attempts and a bug in it never stops the recording
-(apps.executions.hooks.run_outcome_hooks): a redelivered message that stores no new
-attempt counts nothing, and a rolled back recording takes its count with it. On
-PostgreSQL a group of outcomes costs one statement of two set-based upserts (``runs = runs + n``, atomic
-in the database, so concurrent workers never lose a count), sent like the recording's own
-statements (arrays, server-side binding); billing is then told each count before and after
-(``on_usage_metered``: one insert only in the rare group that crosses a quota warning
-threshold). Rows are upserted in key order, so two workers metering the same
-organizations cannot deadlock.
+An outcome hook, so it runs inside the transaction that stores the attempts and a bug in
+it never stops the recording (apps.executions.hooks.run_outcome_hooks): a redelivered
+message that stores no new attempt counts nothing, and a rolled back recording takes its
+count with it. ExecutionsConfig.ready() registers it to run after the other hooks: its
+upsert locks the organization's counters, which every worker's recording shares, so they
+are held only until the commit. On PostgreSQL a group of outcomes costs one statement of
+two set-based upserts (``runs = runs + n``, atomic in the database, so concurrent workers
+never lose a count), sent like the recording's own statements (arrays, server-side
+binding); billing is then told each count before and after (``on_usage_metered``: one
+insert only in the rare group that crosses a quota warning threshold). Rows are upserted
+in key order, so two workers metering the same organizations cannot deadlock.
 """
 
 from __future__ import annotations
