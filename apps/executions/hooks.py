@@ -1,8 +1,8 @@
 """What other apps do in the same transaction as a run's outcome.
 
 Recording a run's outcome is where usage is metered (this app's own hook,
-apps.executions.usage.metering, run after the others), where alerts and outgoing events are decided
-(notifications) and where downstream jobs start (workflows). Each of
+apps.executions.usage.metering, run after the others), where alerts and outgoing events
+are decided (notifications) and where downstream jobs start (workflows). Each of
 those must commit or roll back with the outcome itself — a crash in between must neither
 lose nor double anything — so they run inside the recording transaction (a hook that
 raises is logged and counted and undoes only its own writes: ``run_outcome_hooks``), as hooks that

@@ -103,12 +103,12 @@ def test_usage_is_metered_after_every_other_hook(make_tenant, caplog):
     def other_app(outcomes):
         seen.append(UsageMonth.objects.filter(organization=organization).values_list("runs", flat=True).first())
 
+    counted = RunOutcome(execution_id=uuid.uuid4(), job_id=uuid.uuid4(), organization_id=organization.id,
+                         status="succeeded", finished_at=timezone.now(), attempt_number=1, attempt_counted=True)
     hooks.on_outcomes(other_app)
     try:
         with transaction.atomic():
-            run_outcome_hooks([RunOutcome(execution_id=uuid.uuid4(), job_id=uuid.uuid4(), organization_id=organization.id,
-                                          status="succeeded", finished_at=timezone.now(), attempt_number=1,
-                                          attempt_counted=True)])
+            run_outcome_hooks([counted])
     finally:
         hooks._hooks.remove(other_app)
     assert seen == [None]  # no counter yet while the other hooks ran
