@@ -100,9 +100,10 @@ def outcome_hook_names():
 
 
 def run_outcome_hooks(outcomes):
-    """Call every hook, in registration order, inside the caller's transaction, so what
-    they write commits or rolls back with the outcome. A hook that raises (a bug in it,
-    not the database failing) undoes only its own writes: it is logged and counted
+    """Call every hook, in registration order (those registered ``last`` after the others),
+    inside the caller's transaction, so what they write commits or rolls back with the
+    outcome. A hook that raises (a bug in it, not the database failing) undoes only its
+    own writes: it is logged and counted
     (``cronsvc_outcome_hook_errors_total``) and the outcome is recorded without it —
     rolling the outcome back would send the run again after its lease, and again, for as
     long as the hook fails (architecture invariant 6). The hooks share one savepoint;
